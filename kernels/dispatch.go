@@ -1,0 +1,188 @@
+package kernels
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// EnvVar names the environment variable that forces an implementation at
+// start-up: CAPSTAN_KERNELS=ref|avx2|avx512|neon. An unknown or unavailable
+// value is reported on stderr once and the best available implementation is
+// used instead (a typo must not silently change numerics unnoticed).
+const EnvVar = "CAPSTAN_KERNELS"
+
+// ops is the table of primitives one implementation provides. Every field
+// is filled: an implementation starts from its base table (ref for avx2 and
+// neon, avx2 for avx512) and overrides what it has in assembly. Callers have
+// checked every shape and length; primitives never allocate.
+type ops struct {
+	name string
+
+	// sgemm is the full row-major GEMM of the public Sgemm, arguments checked.
+	sgemm func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+
+	// gemvN: y[r] += Σ_c a[r*lda+c]·x[c] for r < m, c < n.
+	gemvN func(m, n int, a []float32, lda int, x, y []float32)
+	// gemvT: y[c] += Σ_r x[r]·a[r*lda+c] for r < m, c < n.
+	gemvT func(m, n int, a []float32, lda int, x, y []float32)
+	// ger: a[r*lda+c] += x[r]·y[c] for r < m, c < n.
+	ger func(m, n int, x, y, a []float32, lda int)
+	// mulAddRows: y[c] += Σ_l a[l*lda+c]·x[l*ldx+c] for l < k, c < n
+	// (element-wise products of k row pairs, summed into y).
+	mulAddRows func(k, n int, a []float32, lda int, x []float32, ldx int, y []float32)
+
+	// softmaxCols: for every column i < n of the rows×n row-major matrix l,
+	// c[:,i] = softmax over the rows of l[:,i] (max-subtracted).
+	softmaxCols func(rows, n int, l, c []float32)
+	// softmaxColsGrad: dl[r,i] = c[r,i]·(dc[r,i] − Σ_r' c[r',i]·dc[r',i]).
+	softmaxColsGrad func(rows, n int, c, dc, dl []float32)
+
+	// squash: v = squash(s) for n capsules of dimension d stored
+	// component-major (s[l*n+i] is component l of capsule i), kind SquashMazzia
+	// or SquashSabour.
+	squash func(kind Squash, d, n int, s, v []float32)
+	// squashGrad: ds = (∂v/∂s)ᵀ·dv for the same layout (overwrites ds).
+	squashGrad func(kind Squash, d, n int, s, dv, ds []float32)
+}
+
+// Squash selects the squash non-linearity (spec §3).
+type Squash int
+
+const (
+	// SquashMazzia is (1 − exp(−n))·s/n with n = sqrt(|s|² + ε) (paper eq. 1).
+	SquashMazzia Squash = iota
+	// SquashSabour is |s|²/(1 + |s|²)·s/n with n = sqrt(|s|² + ε).
+	SquashSabour
+)
+
+// SquashEps is the ε added under the square root of every capsule norm.
+const SquashEps = 1e-7
+
+// String returns "mazzia" or "sabour".
+func (k Squash) String() string {
+	switch k {
+	case SquashMazzia:
+		return "mazzia"
+	case SquashSabour:
+		return "sabour"
+	}
+	return fmt.Sprintf("squash(%d)", int(k))
+}
+
+// implDef describes one implementation: its base and whether this CPU runs it.
+type implDef struct {
+	name, base string
+	cpuOK      func() bool
+	rank       int // higher is preferred
+}
+
+var implDefs = []implDef{
+	{"ref", "", func() bool { return true }, 0},
+	{"avx2", "ref", func() bool {
+		return runtime.GOARCH == "amd64" && cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3)
+	}, 1},
+	{"avx512", "avx2", func() bool {
+		return runtime.GOARCH == "amd64" && cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.AVX512F, cpuid.AVX512DQ, cpuid.AVX512BW, cpuid.AVX512VL)
+	}, 2},
+	{"neon", "ref", func() bool { return runtime.GOARCH == "arm64" }, 1},
+}
+
+type patch struct {
+	impl  string
+	apply func(*ops)
+}
+
+// patches is filled by package-level variable initialisers in the
+// architecture files (var _ = register(...)), which all run before init.
+var patches []patch
+
+// register records that impl overrides some primitives with apply. It is
+// called from package-level var declarations of build-tagged files.
+func register(impl string, apply func(*ops)) bool {
+	patches = append(patches, patch{impl, apply})
+	return true
+}
+
+var (
+	tables    = map[string]*ops{}
+	available []string
+	cur       *ops
+)
+
+func build(name string) *ops {
+	for _, d := range implDefs {
+		if d.name != name {
+			continue
+		}
+		var o ops
+		if d.base == "" {
+			o = refOps
+		} else {
+			o = *build(d.base)
+		}
+		o.name = name
+		for _, p := range patches {
+			if p.impl == name {
+				p.apply(&o)
+			}
+		}
+		return &o
+	}
+	panic("kernels: unknown implementation " + name)
+}
+
+func init() {
+	best := implDefs[0]
+	for _, d := range implDefs {
+		has := d.base == ""
+		for _, p := range patches {
+			if p.impl == d.name {
+				has = true
+			}
+		}
+		if !has || !d.cpuOK() {
+			continue
+		}
+		tables[d.name] = build(d.name)
+		available = append(available, d.name)
+		if d.rank > best.rank {
+			best = d
+		}
+	}
+	cur = tables[best.name]
+	if want := os.Getenv(EnvVar); want != "" {
+		if err := Use(want); err != nil {
+			fmt.Fprintf(os.Stderr, "capstan: %s=%q: %v; using %s\n", EnvVar, want, err, cur.name)
+		}
+	}
+}
+
+// Impl returns the name of the implementation in use: "ref", "avx2",
+// "avx512" or "neon".
+func Impl() string { return cur.name }
+
+// Available lists the implementations this binary and CPU can run, the
+// reference first. Tests loop over it.
+func Available() []string { return append([]string(nil), available...) }
+
+// Use switches every kernel to the named implementation. It is meant for
+// start-up and tests: it must not race with running kernels.
+func Use(name string) error {
+	t, ok := tables[name]
+	if !ok {
+		known := make([]string, 0, len(implDefs))
+		for _, d := range implDefs {
+			known = append(known, d.name)
+		}
+		sort.Strings(known)
+		return fmt.Errorf("kernel implementation %q not available on this CPU/build (available: %s; known: %s)",
+			name, strings.Join(available, ", "), strings.Join(known, ", "))
+	}
+	cur = t
+	return nil
+}

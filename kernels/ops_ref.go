@@ -1,0 +1,147 @@
+package kernels
+
+import "math"
+
+// refOps is the pure-Go reference implementation of every primitive. It is
+// compiled on every GOARCH and is what all SIMD implementations are tested
+// against. Loops are written for clarity first; they accumulate in float32
+// in the natural index order.
+var refOps = ops{
+	name:            "ref",
+	sgemm:           sgemmRef,
+	gemvN:           gemvNRef,
+	gemvT:           gemvTRef,
+	ger:             gerRef,
+	mulAddRows:      mulAddRowsRef,
+	softmaxCols:     softmaxColsRef,
+	softmaxColsGrad: softmaxColsGradRef,
+	squash:          squashRef,
+	squashGrad:      squashGradRef,
+}
+
+func gemvNRef(m, n int, a []float32, lda int, x, y []float32) {
+	for r := 0; r < m; r++ {
+		row := a[r*lda : r*lda+n]
+		var s float32
+		for c, v := range row {
+			s += v * x[c]
+		}
+		y[r] += s
+	}
+}
+
+func gemvTRef(m, n int, a []float32, lda int, x, y []float32) {
+	for r := 0; r < m; r++ {
+		row := a[r*lda : r*lda+n]
+		xr := x[r]
+		for c, v := range row {
+			y[c] += xr * v
+		}
+	}
+}
+
+func gerRef(m, n int, x, y, a []float32, lda int) {
+	for r := 0; r < m; r++ {
+		row := a[r*lda : r*lda+n]
+		xr := x[r]
+		for c := range row {
+			row[c] += xr * y[c]
+		}
+	}
+}
+
+func mulAddRowsRef(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
+	y = y[:n]
+	for l := 0; l < k; l++ {
+		ar := a[l*lda : l*lda+n]
+		xr := x[l*ldx : l*ldx+n]
+		for c := range y {
+			y[c] += ar[c] * xr[c]
+		}
+	}
+}
+
+func softmaxColsRef(rows, n int, l, c []float32) {
+	for i := 0; i < n; i++ {
+		mx := float32(math.Inf(-1))
+		for r := 0; r < rows; r++ {
+			if v := l[r*n+i]; v > mx {
+				mx = v
+			}
+		}
+		var sum float32
+		for r := 0; r < rows; r++ {
+			e := float32(math.Exp(float64(l[r*n+i] - mx)))
+			c[r*n+i] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for r := 0; r < rows; r++ {
+			c[r*n+i] *= inv
+		}
+	}
+}
+
+func softmaxColsGradRef(rows, n int, c, dc, dl []float32) {
+	for i := 0; i < n; i++ {
+		var dot float32
+		for r := 0; r < rows; r++ {
+			dot += c[r*n+i] * dc[r*n+i]
+		}
+		for r := 0; r < rows; r++ {
+			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+		}
+	}
+}
+
+// squashScale returns, for one capsule with squared length q = |s|², the
+// factor f with v = f·s and the derivative term h = f'(n)/n, where
+// n = sqrt(q + ε), so that ds = f·dv + h·(s·dv)·s.
+func squashScale(kind Squash, q float32) (f, h float32) {
+	n := float32(math.Sqrt(float64(q + SquashEps)))
+	switch kind {
+	case SquashSabour:
+		// f = q/((1+q)·n); with q = n² − ε treated as a function of s:
+		// df/dq via q and n: f = q/(1+q)/n.
+		a := q / (1 + q)
+		f = a / n
+		// d f/ds = (da/dq·2s)/n − a/n²·(s/n)
+		//        = s·(2/((1+q)²·n) − a/n³)
+		h = 2/((1+q)*(1+q)*n) - a/(n*n*n)
+	default: // Mazzia
+		e := float32(math.Exp(float64(-n)))
+		f = (1 - e) / n
+		// f(n) = (1−e^{−n})/n, f'(n) = e^{−n}/n − (1−e^{−n})/n²; h = f'/n.
+		h = (e/n - (1-e)/(n*n)) / n
+	}
+	return f, h
+}
+
+func squashRef(kind Squash, d, n int, s, v []float32) {
+	for i := 0; i < n; i++ {
+		var q float32
+		for l := 0; l < d; l++ {
+			x := s[l*n+i]
+			q += x * x
+		}
+		f, _ := squashScale(kind, q)
+		for l := 0; l < d; l++ {
+			v[l*n+i] = f * s[l*n+i]
+		}
+	}
+}
+
+func squashGradRef(kind Squash, d, n int, s, dv, ds []float32) {
+	for i := 0; i < n; i++ {
+		var q, dot float32
+		for l := 0; l < d; l++ {
+			x := s[l*n+i]
+			q += x * x
+			dot += x * dv[l*n+i]
+		}
+		f, h := squashScale(kind, q)
+		for l := 0; l < d; l++ {
+			ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
+		}
+	}
+}
