@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Capstan's one entry point.
+#   ./build.sh build   build everything (native) and vet it
+#   ./build.sh test    gofmt, go vet (amd64 + arm64), tests: native, -tags noasm,
+#                      forced AVX2 on AVX-512 machines, arm64 under qemu-aarch64-static
+#   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
+#   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
+#                      (BENCH=regexp COUNT=n BENCHTIME=d PKG=./kernels/ to narrow)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+say() { printf '== %s\n' "$*"; }
+die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
+
+need_go() {
+	command -v go >/dev/null 2>&1 || die "go not found on PATH (Go 1.26 or newer is needed: https://go.dev/dl)"
+}
+
+# ensure_qemu makes qemu-aarch64-static available, installing Debian's
+# qemu-user-static when we are root with apt-get. Returns 1 if it cannot.
+ensure_qemu() {
+	command -v qemu-aarch64-static >/dev/null 2>&1 && return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		say "installing qemu-user-static (for the arm64 tests)"
+		export DEBIAN_FRONTEND=noninteractive
+		{ apt-get update -qq && apt-get install -y -qq qemu-user-static; } >/tmp/capstan-qemu-install.log 2>&1 ||
+			{ tail -5 /tmp/capstan-qemu-install.log >&2; return 1; }
+	fi
+	command -v qemu-aarch64-static >/dev/null 2>&1
+}
+
+cmd_build() {
+	need_go
+	say "go build ./..."
+	go build ./...
+	say "go vet ./..."
+	go vet ./...
+}
+
+cmd_test() {
+	need_go
+	say "gofmt"
+	local unformatted
+	unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+	[ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
+	say "go vet (amd64, arm64, noasm)"
+	GOARCH=amd64 go vet ./...
+	GOARCH=arm64 go vet ./...
+	go vet -tags noasm ./...
+	say "go test (native: $(go env GOARCH), every implementation this CPU has)"
+	go test -count=1 ./...
+	say "go test -tags noasm (pure-Go reference only)"
+	go test -count=1 -tags noasm ./...
+	if [ "$(go env GOARCH)" = amd64 ] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+		say "go test with CAPSTAN_KERNELS=avx2 (AVX2 forced on an AVX-512 machine)"
+		CAPSTAN_KERNELS=avx2 go test -count=1 ./...
+	fi
+	if [ "$(go env GOARCH)" != arm64 ]; then
+		if ensure_qemu; then
+			say "go test under qemu-aarch64-static (GOARCH=arm64: neon and noasm)"
+			GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static ./...
+			GOARCH=arm64 go test -count=1 -tags noasm -exec qemu-aarch64-static ./kernels/
+		elif [ -n "${CI:-}" ]; then
+			die "qemu-aarch64-static is missing and could not be installed: arm64 tests cannot run (apt-get install qemu-user-static)"
+		else
+			say "SKIPPED arm64 tests: qemu-aarch64-static is missing and could not be installed (run: apt-get install qemu-user-static)"
+		fi
+	fi
+	say "all tests passed"
+}
+
+cmd_cross() {
+	need_go
+	say "GOOS=linux GOARCH=arm64 go build ./..."
+	GOOS=linux GOARCH=arm64 go build ./...
+	if [ -d tools ] && ls tools/*/ >/dev/null 2>&1; then
+		mkdir -p bin/linux-arm64
+		GOOS=linux GOARCH=arm64 go build -o bin/linux-arm64/ ./tools/...
+		say "arm64 binaries in bin/linux-arm64/"
+	fi
+}
+
+cmd_bench() {
+	need_go
+	local rev out
+	rev=$(git rev-parse --short HEAD 2>/dev/null || echo worktree)
+	git diff --quiet 2>/dev/null || rev="$rev-dirty"
+	mkdir -p bench
+	out="bench/$rev.txt"
+	say "benchmarks -> $out (count ${COUNT:-6}, benchtime ${BENCHTIME:-1x…auto})"
+	{
+		echo "# capstan $rev $(date -u +%Y-%m-%dT%H:%M:%SZ) $(go version) $(nproc) cores"
+		echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
+		go test -run '^$' -bench "${BENCH:-.}" -benchmem -count "${COUNT:-6}" ${BENCHTIME:+-benchtime "$BENCHTIME"} -cpu 1 ${PKG:-./kernels/}
+	} | tee "$out"
+	say "compare with: go run golang.org/x/perf/cmd/benchstat@latest OLD.txt $out"
+}
+
+case "${1:-}" in
+build) cmd_build ;;
+test) cmd_test ;;
+cross) cmd_cross ;;
+bench) cmd_bench ;;
+*)
+	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+	[ -z "${1:-}" ] || die "unknown command: $1"
+	exit 2
+	;;
+esac
