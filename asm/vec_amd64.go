@@ -1,0 +1,190 @@
+//go:build amd64 && !noasm
+
+package asm
+
+// Vector primitives (vec_amd64.s). Lengths are not checked: every slice must
+// hold the elements the equivalent loop touches. Arguments of 0 rows or
+// columns are valid and do nothing.
+
+// GemvNAVX2 computes y += A·x for the m×n row-major A with row stride lda,
+// with AVX2+FMA. It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		var s float32
+//		for c := 0; c < n; c++ {
+//			s += a[r*lda+c] * x[c]
+//		}
+//		y[r] += s
+//	}
+//
+//go:noescape
+func GemvNAVX2(m, n int, a []float32, lda int, x, y []float32)
+
+// GemvTAVX2 computes y += Aᵀ·x for the m×n row-major A with row stride lda,
+// with AVX2+FMA. It is equivalent to
+//
+//	for c := 0; c < n; c++ {
+//		for r := 0; r < m; r++ {
+//			y[c] += x[r] * a[r*lda+c]
+//		}
+//	}
+//
+//go:noescape
+func GemvTAVX2(m, n int, a []float32, lda int, x, y []float32)
+
+// GerAVX2 computes A += x·yᵀ for the m×n row-major A with row stride lda,
+// with AVX2+FMA. It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		for c := 0; c < n; c++ {
+//			a[r*lda+c] += x[r] * y[c]
+//		}
+//	}
+//
+//go:noescape
+func GerAVX2(m, n int, x, y, a []float32, lda int)
+
+// MulAddRowsAVX2 adds the element-wise products of k row pairs to y, with
+// AVX2+FMA. It is equivalent to
+//
+//	for c := 0; c < n; c++ {
+//		for l := 0; l < k; l++ {
+//			y[c] += a[l*lda+c] * x[l*ldx+c]
+//		}
+//	}
+//
+//go:noescape
+func MulAddRowsAVX2(k, n int, a []float32, lda int, x []float32, ldx int, y []float32)
+
+// SoftmaxColsAVX2 writes to c the softmax over the rows of every column of
+// the rows×n row-major l (row stride n), with AVX2+FMA and a polynomial exp
+// (about 2 ulp; exp(x) = 0 for x < −87.7). c may be l. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		mx := l[i]
+//		for r := 1; r < rows; r++ {
+//			mx = max(mx, l[r*n+i])
+//		}
+//		var sum float32
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] = exp(l[r*n+i] - mx)
+//			sum += c[r*n+i]
+//		}
+//		inv := 1 / sum
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] *= inv
+//		}
+//	}
+//
+//go:noescape
+func SoftmaxColsAVX2(rows, n int, l, c []float32)
+
+// SoftmaxColsGradAVX2 writes to dl the softmax input gradient of every
+// column of the rows×n row-major c (row stride n), with AVX2+FMA. dl may be
+// dc. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var dot float32
+//		for r := 0; r < rows; r++ {
+//			dot += c[r*n+i] * dc[r*n+i]
+//		}
+//		for r := 0; r < rows; r++ {
+//			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+//		}
+//	}
+//
+//go:noescape
+func SoftmaxColsGradAVX2(rows, n int, c, dc, dl []float32)
+
+// SquashAVX2 squashes n capsules of dimension d stored component-major
+// (s[l*n+i] is component l of capsule i), with AVX2+FMA; kind 0 is
+// Mazzia's squash, 1 Sabour's. v may be s. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//		}
+//		nrm := sqrt(q + 1e-7)
+//		f := (1 - exp(-nrm)) / nrm // kind 0
+//		if kind == 1 {
+//			f = q / (1 + q) / nrm
+//		}
+//		for l := 0; l < d; l++ {
+//			v[l*n+i] = f * s[l*n+i]
+//		}
+//	}
+//
+//go:noescape
+func SquashAVX2(kind, d, n int, s, v []float32)
+
+// SquashGradAVX2 writes ds = (∂v/∂s)ᵀ·dv for the squash of SquashAVX2, with
+// AVX2+FMA. ds may be dv. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q, dot float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//			dot += s[l*n+i] * dv[l*n+i]
+//		}
+//		nrm := sqrt(q + 1e-7)
+//		var f, h float32 // v = f(nrm)·s, h = f'(nrm)/nrm
+//		if kind == 0 {
+//			e := exp(-nrm)
+//			f = (1 - e) / nrm
+//			h = (e - f) / (nrm * nrm)
+//		} else {
+//			t := 1 + q
+//			f = q / t / nrm
+//			h = 2/(t*t*nrm) - q/t/(nrm*nrm*nrm)
+//		}
+//		for l := 0; l < d; l++ {
+//			ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
+//		}
+//	}
+//
+//go:noescape
+func SquashGradAVX2(kind, d, n int, s, dv, ds []float32)
+
+// AVX-512F versions: the same contracts as the AVX2 kernels above, on
+// 16-lane registers with K-masked tails.
+
+// GemvNAVX512 is GemvNAVX2 with AVX-512F.
+//
+//go:noescape
+func GemvNAVX512(m, n int, a []float32, lda int, x, y []float32)
+
+// GemvTAVX512 is GemvTAVX2 with AVX-512F.
+//
+//go:noescape
+func GemvTAVX512(m, n int, a []float32, lda int, x, y []float32)
+
+// GerAVX512 is GerAVX2 with AVX-512F.
+//
+//go:noescape
+func GerAVX512(m, n int, x, y, a []float32, lda int)
+
+// MulAddRowsAVX512 is MulAddRowsAVX2 with AVX-512F.
+//
+//go:noescape
+func MulAddRowsAVX512(k, n int, a []float32, lda int, x []float32, ldx int, y []float32)
+
+// SoftmaxColsAVX512 is SoftmaxColsAVX2 with AVX-512F.
+//
+//go:noescape
+func SoftmaxColsAVX512(rows, n int, l, c []float32)
+
+// SoftmaxColsGradAVX512 is SoftmaxColsGradAVX2 with AVX-512F.
+//
+//go:noescape
+func SoftmaxColsGradAVX512(rows, n int, c, dc, dl []float32)
+
+// SquashAVX512 is SquashAVX2 with AVX-512F.
+//
+//go:noescape
+func SquashAVX512(kind, d, n int, s, v []float32)
+
+// SquashGradAVX512 is SquashGradAVX2 with AVX-512F.
+//
+//go:noescape
+func SquashGradAVX512(kind, d, n int, s, dv, ds []float32)

@@ -1,0 +1,152 @@
+//go:build arm64 && !noasm
+
+package asm
+
+// The NEON kernels below vectorize over the contiguous column index (4
+// float32 per register, blocks of 16 and 4 columns, then single columns).
+// Lengths are not checked: the caller guarantees that every index the
+// equivalent Go loop touches is in range. Reductions are split over several
+// accumulators, so sums may differ from the Go loops by rounding.
+
+// ExpNEON sets y[i] = exp(x[i]) for i < len(x); y holds at least len(x)
+// values. The result is within 2 ulp of float32(math.Exp(x[i])) (1 ulp
+// measured over [-110, 90]), subnormal results below -87.3 included; it is
+// exactly 0 below about -103.9 and for -Inf, +Inf above 88.73, and NaN for
+// NaN. It is equivalent to
+//
+//	for i, v := range x {
+//		y[i] = float32(math.Exp(float64(v)))
+//	}
+//
+//go:noescape
+func ExpNEON(x, y []float32)
+
+// GemvNNEON computes y += A·x for the m×n row-major A with row stride lda.
+// It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		var s float32
+//		for c := 0; c < n; c++ {
+//			s += a[r*lda+c] * x[c]
+//		}
+//		y[r] += s
+//	}
+//
+//go:noescape
+func GemvNNEON(m, n int, a []float32, lda int, x, y []float32)
+
+// GemvTNEON computes y += Aᵀ·x for the m×n row-major A with row stride lda.
+// It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		for c := 0; c < n; c++ {
+//			y[c] += x[r] * a[r*lda+c]
+//		}
+//	}
+//
+//go:noescape
+func GemvTNEON(m, n int, a []float32, lda int, x, y []float32)
+
+// GerNEON computes the rank-1 update A += x·yᵀ of the m×n row-major A with
+// row stride lda. It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		for c := 0; c < n; c++ {
+//			a[r*lda+c] += x[r] * y[c]
+//		}
+//	}
+//
+//go:noescape
+func GerNEON(m, n int, x, y, a []float32, lda int)
+
+// MulAddRowsNEON adds the element-wise products of k row pairs of a and x
+// (row strides lda and ldx) to y. It is equivalent to
+//
+//	for l := 0; l < k; l++ {
+//		for c := 0; c < n; c++ {
+//			y[c] += a[l*lda+c] * x[l*ldx+c]
+//		}
+//	}
+//
+//go:noescape
+func MulAddRowsNEON(k, n int, a []float32, lda int, x []float32, ldx int, y []float32)
+
+// SoftmaxColsNEON sets every column of the rows×n row-major c to the
+// softmax of the same column of l (rows ≥ 1 or nothing is done), with exp
+// as in ExpNEON. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		mx := l[i]
+//		for r := 1; r < rows; r++ {
+//			mx = max(mx, l[r*n+i]) // NaN propagates
+//		}
+//		var sum float32
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] = exp(l[r*n+i] - mx)
+//			sum += c[r*n+i]
+//		}
+//		inv := 1 / sum
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] *= inv
+//		}
+//	}
+//
+//go:noescape
+func SoftmaxColsNEON(rows, n int, l, c []float32)
+
+// SoftmaxColsGradNEON computes the gradient of SoftmaxColsNEON with
+// respect to its logits, for rows×n row-major matrices. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var dot float32
+//		for r := 0; r < rows; r++ {
+//			dot += c[r*n+i] * dc[r*n+i]
+//		}
+//		for r := 0; r < rows; r++ {
+//			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+//		}
+//	}
+//
+//go:noescape
+func SoftmaxColsGradNEON(rows, n int, c, dc, dl []float32)
+
+// SquashNEON squashes n capsules of dimension d stored component-major
+// (s[l*n+i] is component l of capsule i) into v. kind 0 is Mazzia's squash,
+// f = (1 − exp(−m))/m, kind 1 is Sabour's, f = q/(1+q)/m, where q = |s|²
+// and m = sqrt(q + 1e-7); exp is as in ExpNEON. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//		}
+//		m := sqrt(q + 1e-7)
+//		f := (1 - exp(-m)) / m // kind 0
+//		f = q / (1 + q) / m    // kind 1
+//		for l := 0; l < d; l++ {
+//			v[l*n+i] = f * s[l*n+i]
+//		}
+//	}
+//
+//go:noescape
+func SquashNEON(kind, d, n int, s, v []float32)
+
+// SquashGradNEON computes ds = (∂v/∂s)ᵀ·dv for SquashNEON, same layout and
+// kinds, overwriting ds. With m = sqrt(q + 1e-7) and, for kind 0,
+// e = exp(−m), f = (1−e)/m, h = (e/m − (1−e)/(m·m))/m, and for kind 1,
+// a = q/(1+q), f = a/m, h = 2/((1+q)·(1+q)·m) − a/(m·m·m), it is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q, dot float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//			dot += s[l*n+i] * dv[l*n+i]
+//		}
+//		f, h := scale(kind, q)
+//		for l := 0; l < d; l++ {
+//			ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
+//		}
+//	}
+//
+//go:noescape
+func SquashGradNEON(kind, d, n int, s, dv, ds []float32)

@@ -1,0 +1,312 @@
+package capsnet
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Config describes a CapsNet completely: every size is configuration, not
+// code (spec §2). It is stored as JSON in checkpoints' __metadata__ "config".
+type Config struct {
+	// Name is a free label ("sabour", "deep", or the preset it came from).
+	Name string `json:"name"`
+	// Input is (channels, height, width) of one image.
+	Input [3]int `json:"input"`
+	// Convs is the convolutional backbone, applied in order. The last conv's
+	// output channels are viewed as PrimaryMaps maps of PrimaryDim channels.
+	Convs []ConvConfig `json:"convs"`
+	// PrimaryDim is the primary capsules' dimension d: channels map·d … map·d+d−1
+	// at one position form capsule map·H·W + y·W + x (spec §2).
+	PrimaryDim int `json:"primary_dim"`
+	// PrimarySquash is "mazzia" or "sabour".
+	PrimarySquash string `json:"primary_squash"`
+	// Caps are the fully connected capsule layers; the last must have Classes
+	// capsules.
+	Caps []CapsConfig `json:"caps"`
+	// Classes is the number of output classes (10).
+	Classes int `json:"classes"`
+	// Decoder lists the hidden sizes of the reconstruction decoder (512, 1024);
+	// its output size is the image size.
+	Decoder []int `json:"decoder"`
+	// Loss holds the margin loss constants and the reconstruction weight.
+	Loss LossConfig `json:"loss"`
+}
+
+// ConvConfig is one convolution of the backbone (PyTorch Conv2d, OIHW).
+type ConvConfig struct {
+	// Name is the parameter prefix: NAME.weight, NAME.bias.
+	Name string `json:"name"`
+	Out  int    `json:"out"`
+	// Kernel is the square kernel size; 0 means the whole remaining spatial
+	// size (the deep model's last depthwise conv).
+	Kernel int `json:"kernel"`
+	Stride int `json:"stride"`
+	Pad    int `json:"pad,omitempty"`
+	// Depthwise makes groups = channels (in = out).
+	Depthwise bool `json:"depthwise,omitempty"`
+	ReLU      bool `json:"relu"`
+}
+
+// CapsConfig is one fully connected capsule layer.
+type CapsConfig struct {
+	// Name is the parameter prefix: NAME.W (n_out, n_in, d_out, d_in) and,
+	// with a learned prior, NAME.b (n_in, n_out).
+	Name string `json:"name"`
+	Out  int    `json:"out"`
+	Dim  int    `json:"dim"`
+	// Routing is "rba" (routing by agreement) or "uniform".
+	Routing string `json:"routing"`
+	Iters   int    `json:"iters"`
+	Squash  string `json:"squash"`
+	// LearnPrior: the routing logits start from a learned prior b.
+	LearnPrior bool `json:"learn_prior"`
+}
+
+// LossConfig holds the margin loss (m⁺, m⁻, λ) and reconstruction weight α.
+type LossConfig struct {
+	MPlus  float32 `json:"m_plus"`
+	MMinus float32 `json:"m_minus"`
+	Lambda float32 `json:"lambda"`
+	Alpha  float32 `json:"alpha"`
+}
+
+// Sabour returns the original CapsNet (spec §2).
+func Sabour() Config {
+	return Config{
+		Name:  "sabour",
+		Input: [3]int{1, 28, 28},
+		Convs: []ConvConfig{
+			{Name: "conv1", Out: 256, Kernel: 9, Stride: 1, ReLU: true},
+			{Name: "prim", Out: 256, Kernel: 9, Stride: 2},
+		},
+		PrimaryDim:    8,
+		PrimarySquash: "sabour",
+		Caps:          []CapsConfig{{Name: "digit", Out: 10, Dim: 16, Routing: "rba", Iters: 3, Squash: "sabour"}},
+		Classes:       10,
+		Decoder:       []int{512, 1024},
+		Loss:          LossConfig{MPlus: 0.9, MMinus: 0.1, Lambda: 0.5, Alpha: 0.0005},
+	}
+}
+
+// Deep returns the paper's model with n capsules of dimension d per layer,
+// L capsule layers and r routing iterations on 40×40 inputs (spec §2);
+// uniform selects the uniform-routing baseline.
+func Deep(n, d, L, r int, uniform bool) Config {
+	return deepConfig(n, d, L, r, uniform, 40, []ConvConfig{
+		{Out: 32, Kernel: 7, Stride: 1}, {Out: 64, Kernel: 3, Stride: 1}, {Out: 64, Kernel: 3, Stride: 2},
+	}, []int{512, 1024})
+}
+
+func deepConfig(n, d, L, r int, uniform bool, hw int, convs []ConvConfig, dec []int) Config {
+	routing := "rba"
+	name := fmt.Sprintf("deep-n%d-d%d-L%d-r%d", n, d, L, r)
+	if uniform {
+		routing = "uniform"
+		name += "-uniform"
+	}
+	c := Config{Name: name, Input: [3]int{1, hw, hw}, PrimaryDim: d, PrimarySquash: "mazzia", Classes: 10, Decoder: dec,
+		Loss: LossConfig{MPlus: 0.9, MMinus: 0.1, Lambda: 0.5, Alpha: 0.392}}
+	for i, cv := range convs {
+		cv.Name, cv.ReLU = fmt.Sprintf("convs.%d", i), true
+		c.Convs = append(c.Convs, cv)
+	}
+	c.Convs = append(c.Convs,
+		ConvConfig{Name: fmt.Sprintf("convs.%d", len(convs)), Out: n * d, Kernel: 3, Stride: 2, ReLU: true},
+		ConvConfig{Name: "dw", Out: n * d, Kernel: 0, Stride: 1, Depthwise: true})
+	for l := 0; l < L; l++ {
+		out := n
+		if l == L-1 {
+			out = 10
+		}
+		c.Caps = append(c.Caps, CapsConfig{Name: fmt.Sprintf("caps.%d", l), Out: out, Dim: d, Routing: routing, Iters: r, Squash: "mazzia", LearnPrior: true})
+	}
+	return c
+}
+
+// Presets returns the named model configurations: sabour, deep (n=16, d=8,
+// L=4, r=10), deep-uniform, the test models tiny-sabour, tiny-deep,
+// tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), and the
+// paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64).
+func Presets() map[string]Config {
+	p := map[string]Config{
+		"sabour":       Sabour(),
+		"deep":         Deep(16, 8, 4, 10, false),
+		"deep-uniform": Deep(16, 8, 4, 10, true),
+	}
+	ts := Sabour()
+	ts.Name = "tiny-sabour"
+	ts.Convs[0].Out, ts.Convs[1].Out, ts.PrimaryDim = 16, 16, 4
+	ts.Caps[0].Dim = 8
+	ts.Decoder = []int{64, 128}
+	p["tiny-sabour"] = ts
+	td := deepConfig(8, 4, 2, 3, false, 28, []ConvConfig{{Out: 8, Kernel: 5, Stride: 1}}, []int{64, 128})
+	td.Name = "tiny-deep"
+	p["tiny-deep"] = td
+	tdu := deepConfig(8, 4, 2, 3, true, 28, []ConvConfig{{Out: 8, Kernel: 5, Stride: 1}}, []int{64, 128})
+	tdu.Name = "tiny-deep-uniform"
+	p["tiny-deep-uniform"] = tdu
+	td3 := deepConfig(6, 5, 3, 5, false, 24, []ConvConfig{{Out: 6, Kernel: 3, Stride: 1}, {Out: 8, Kernel: 3, Stride: 1}}, []int{32, 64})
+	td3.Name = "tiny-deep3"
+	p["tiny-deep3"] = td3
+	for L := 1; L <= 8; L++ {
+		for _, n := range []int{16, 32, 64} {
+			for _, d := range []int{8, 16, 32, 64} {
+				c := Deep(n, d, L, 10, false)
+				c.Name = fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L)
+				p[c.Name] = c
+			}
+		}
+	}
+	return p
+}
+
+// PresetNames lists Presets' keys, sorted.
+func PresetNames() []string {
+	var names []string
+	for k := range Presets() {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LoadConfig returns the preset of that name, or reads a JSON config file
+// when name ends in .json or names an existing file.
+func LoadConfig(name string) (Config, error) {
+	if c, ok := Presets()[name]; ok {
+		return c, c.Validate()
+	}
+	if _, err := os.Stat(name); err != nil && !strings.HasSuffix(name, ".json") {
+		return Config{}, fmt.Errorf("unknown model %q: not a preset (sabour, deep, deep-uniform, tiny-*, deep-nN-dD-LL) nor a config file", name)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return Config{}, err
+	}
+	return ParseConfig(b, name)
+}
+
+// ParseConfig decodes a JSON config (unknown fields are errors) and
+// validates it; source names it in errors.
+func ParseConfig(b []byte, source string) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("config %s: %v", source, err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", source, err)
+	}
+	return c, nil
+}
+
+// JSON returns the config as compact JSON.
+func (c Config) JSON() string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+// Geometry is the shape bookkeeping of a validated config.
+type Geometry struct {
+	// ConvIn[k] is (C, H, W) entering conv k; ConvOut[k] leaving it.
+	ConvIn, ConvOut [][3]int
+	// Kernel[k] is conv k's resolved kernel size.
+	Kernel []int
+	// CapsIn[l] is (n_in, d_in) of capsule layer l; PrimaryN is the primary
+	// capsule count.
+	CapsIn   [][2]int
+	PrimaryN int
+	// Pixels is C·H·W of the input (the decoder's output size).
+	Pixels int
+}
+
+// Geometry resolves every shape, or returns an error naming the field that
+// makes the config impossible.
+func (c Config) Geometry() (Geometry, error) {
+	var g Geometry
+	ch, h, w := c.Input[0], c.Input[1], c.Input[2]
+	if ch <= 0 || h <= 0 || w <= 0 {
+		return g, fmt.Errorf("input %v: channels, height and width must be positive", c.Input)
+	}
+	g.Pixels = ch * h * w
+	if len(c.Convs) == 0 {
+		return g, fmt.Errorf("convs: at least one convolution is needed to form primary capsules")
+	}
+	for k, cv := range c.Convs {
+		field := fmt.Sprintf("convs[%d] (%s)", k, cv.Name)
+		if cv.Name == "" {
+			return g, fmt.Errorf("convs[%d]: name is empty", k)
+		}
+		ks := cv.Kernel
+		if ks == 0 {
+			if h != w {
+				return g, fmt.Errorf("%s: kernel 0 (whole input) needs a square input, got %d×%d", field, h, w)
+			}
+			ks = h
+		}
+		if ks < 0 || cv.Stride <= 0 || cv.Pad < 0 || cv.Out <= 0 {
+			return g, fmt.Errorf("%s: out, kernel and stride must be positive and pad non-negative", field)
+		}
+		if cv.Depthwise && cv.Out != ch {
+			return g, fmt.Errorf("%s: depthwise needs out = in channels, got out %d, in %d", field, cv.Out, ch)
+		}
+		if h+2*cv.Pad < ks || w+2*cv.Pad < ks {
+			return g, fmt.Errorf("%s: kernel %d larger than its %d×%d input (pad %d)", field, ks, h, w, cv.Pad)
+		}
+		g.ConvIn = append(g.ConvIn, [3]int{ch, h, w})
+		g.Kernel = append(g.Kernel, ks)
+		ch, h, w = cv.Out, (h+2*cv.Pad-ks)/cv.Stride+1, (w+2*cv.Pad-ks)/cv.Stride+1
+		g.ConvOut = append(g.ConvOut, [3]int{ch, h, w})
+	}
+	if c.PrimaryDim <= 0 || ch%c.PrimaryDim != 0 {
+		return g, fmt.Errorf("primary_dim %d must be positive and divide the last conv's %d channels", c.PrimaryDim, ch)
+	}
+	if _, err := parseSquash(c.PrimarySquash); err != nil {
+		return g, fmt.Errorf("primary_squash: %w", err)
+	}
+	g.PrimaryN = ch / c.PrimaryDim * h * w
+	n, d := g.PrimaryN, c.PrimaryDim
+	if len(c.Caps) == 0 {
+		return g, fmt.Errorf("caps: at least one capsule layer is needed")
+	}
+	for l, cc := range c.Caps {
+		field := fmt.Sprintf("caps[%d] (%s)", l, cc.Name)
+		if cc.Name == "" || cc.Out <= 0 || cc.Dim <= 0 {
+			return g, fmt.Errorf("%s: name, out and dim must be set and positive", field)
+		}
+		if cc.Routing != "rba" && cc.Routing != "uniform" {
+			return g, fmt.Errorf("%s: routing %q must be rba or uniform", field, cc.Routing)
+		}
+		if cc.Routing == "rba" && cc.Iters <= 0 {
+			return g, fmt.Errorf("%s: iters must be at least 1 for rba routing", field)
+		}
+		if _, err := parseSquash(cc.Squash); err != nil {
+			return g, fmt.Errorf("%s: squash: %w", field, err)
+		}
+		g.CapsIn = append(g.CapsIn, [2]int{n, d})
+		n, d = cc.Out, cc.Dim
+	}
+	if c.Classes <= 0 || n != c.Classes {
+		return g, fmt.Errorf("classes %d: the last capsule layer has %d capsules", c.Classes, n)
+	}
+	for i, hsz := range c.Decoder {
+		if hsz <= 0 {
+			return g, fmt.Errorf("decoder[%d] = %d must be positive", i, hsz)
+		}
+	}
+	if c.Loss.MPlus <= c.Loss.MMinus || c.Loss.Lambda < 0 || c.Loss.Alpha < 0 {
+		return g, fmt.Errorf("loss: need m_plus > m_minus, lambda >= 0, alpha >= 0 (got %+v)", c.Loss)
+	}
+	return g, nil
+}
+
+// Validate reports whether the config describes a buildable network.
+func (c Config) Validate() error {
+	_, err := c.Geometry()
+	return err
+}

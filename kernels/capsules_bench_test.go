@@ -1,0 +1,145 @@
+package kernels
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// capsBenchShapes are the paper's capsule layers: Sabour's digit layer
+// (1152 primary capsules of dim 8 → 10 of dim 16, r = 3) at batch 32, and
+// the deep model's layers (16 capsules of dim 8 → 16 or → 10, r = 10) at
+// batch 128.
+var capsBenchShapes = []struct {
+	name string
+	sh   RoutingShape
+	dIn  int
+}{
+	{"sabour-digit", RoutingShape{Batch: 32, NIn: 1152, NOut: 10, D: 16, Iters: 3, Squash: SquashSabour}, 8},
+	{"deep-16x16", RoutingShape{Batch: 128, NIn: 16, NOut: 16, D: 8, Iters: 10, Squash: SquashMazzia}, 8},
+	{"deep-16x10", RoutingShape{Batch: 128, NIn: 16, NOut: 10, D: 8, Iters: 10, Squash: SquashMazzia}, 8},
+}
+
+// capsBenchEachImpl runs f as sub-benchmarks shape/impl=name for every
+// available implementation, ref included.
+func capsBenchEachImpl(b *testing.B, f func(b *testing.B, sh RoutingShape, dIn int)) {
+	prev := Impl()
+	defer func() {
+		if err := Use(prev); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	for _, s := range capsBenchShapes {
+		for _, name := range Available() {
+			b.Run(s.name+"/impl="+name, func(b *testing.B) {
+				if err := Use(name); err != nil {
+					b.Fatal(err)
+				}
+				f(b, s.sh, s.dIn)
+			})
+		}
+	}
+}
+
+type capsBenchData struct {
+	vs                          VotesShape
+	w, u, uhat, dw, du, duhat   []float32
+	v, c, prior, dprior, dv, wk []float32
+}
+
+func newCapsBenchData(sh RoutingShape, dIn int) *capsBenchData {
+	rng := rand.New(rand.NewSource(9))
+	vs := VotesShape{Batch: sh.Batch, NIn: sh.NIn, NOut: sh.NOut, DIn: dIn, DOut: sh.D}
+	d := &capsBenchData{vs: vs}
+	d.w = capsRand(rng, vs.NOut*vs.DOut*vs.DIn*vs.NIn, 0, 0.5)
+	d.u = capsRand(rng, vs.Batch*vs.DIn*vs.NIn, 0, 0.5)
+	d.uhat = capsRand(rng, vs.Batch*vs.NOut*vs.DOut*vs.NIn, 0, 0.5)
+	d.dw = capsBuf(len(d.w), 0)
+	d.du = capsBuf(len(d.u), 0)
+	d.duhat = capsRand(rng, len(d.uhat), 0, 0.5)
+	d.v = capsBuf(sh.Batch*sh.D*sh.NOut, 0)
+	d.c = capsBuf(sh.Batch*sh.NOut*sh.NIn, 0)
+	d.prior = capsRand(rng, sh.NOut*sh.NIn, 0, 0.5)
+	d.dprior = capsBuf(len(d.prior), 0)
+	d.dv = capsRand(rng, len(d.v), 0, 0.5)
+	d.wk = capsBuf(sh.WorkSize(), 0)
+	return d
+}
+
+// votesFlops counts the multiply-adds of VotesForward as 2 flops each;
+// VotesBackward does twice as many (du and dw).
+func votesFlops(vs VotesShape) float64 {
+	return 2 * float64(vs.Batch) * float64(vs.NOut*vs.DOut*vs.DIn*vs.NIn)
+}
+
+// routingFlops counts the multiply-adds over the votes as 2 flops each
+// (softmax and squash are lower order): per iteration the forward has s
+// (D·NOut·NIn) and, except in the last, the agreement (as many); the
+// backward has the gradient of s (its ger and gemvT, 2·D·NOut·NIn) and,
+// except in the last, that of the agreement (2·D·NOut·NIn).
+func routingFlops(sh RoutingShape, backward bool) float64 {
+	r := float64(sh.iters())
+	per := 2 * float64(sh.Batch) * float64(sh.D*sh.NOut*sh.NIn)
+	if backward {
+		return per * (2*r + 2*(r-1))
+	}
+	return per * (2*r - 1)
+}
+
+func capsReport(b *testing.B, flops float64) {
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func BenchmarkVotesForward(b *testing.B) {
+	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+		d := newCapsBenchData(sh, dIn)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := VotesForward(d.vs, d.uhat, d.w, d.u); err != nil {
+				b.Fatal(err)
+			}
+		}
+		capsReport(b, votesFlops(d.vs))
+	})
+}
+
+func BenchmarkVotesBackward(b *testing.B) {
+	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+		d := newCapsBenchData(sh, dIn)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := VotesBackward(d.vs, d.dw, d.du, d.w, d.u, d.duhat); err != nil {
+				b.Fatal(err)
+			}
+		}
+		capsReport(b, 2*votesFlops(d.vs))
+	})
+}
+
+func BenchmarkRoutingForward(b *testing.B) {
+	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+		d := newCapsBenchData(sh, dIn)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := RoutingForward(sh, d.v, d.c, d.uhat, d.prior, d.wk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		capsReport(b, routingFlops(sh, false))
+	})
+}
+
+func BenchmarkRoutingBackward(b *testing.B) {
+	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+		d := newCapsBenchData(sh, dIn)
+		if err := RoutingForward(sh, d.v, d.c, d.uhat, d.prior, d.wk); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := RoutingBackward(sh, d.duhat, d.dprior, d.dv, d.uhat, d.prior, d.wk); err != nil {
+				b.Fatal(err)
+			}
+		}
+		capsReport(b, routingFlops(sh, true))
+	})
+}

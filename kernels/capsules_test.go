@@ -1,0 +1,857 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// capsU32 is the unit roundoff of float32, 2⁻²⁴: a correctly rounded
+// operation has relative error at most capsU32.
+const capsU32 = 1.0 / (1 << 24)
+
+func capsSmall() bool { return runtime.GOARCH == "arm64" || testing.Short() }
+
+// capsEachImpl runs f once per available implementation, restoring the
+// implementation in use afterwards.
+func capsEachImpl(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	prev := Impl()
+	defer func() {
+		if err := Use(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for _, name := range Available() {
+		if err := Use(name); err != nil {
+			t.Fatal(err)
+		}
+		t.Run("impl="+name, f)
+	}
+}
+
+// capsBuf returns n floats starting at offset off of a larger allocation
+// (so that kernels see unaligned slices), with its capacity limited to n.
+func capsBuf(n, off int) []float32 {
+	a := make([]float32, n+off+3)
+	return a[off : off+n : off+n]
+}
+
+func capsRand(rng *rand.Rand, n, off int, scale float64) []float32 {
+	x := capsBuf(n, off)
+	for i := range x {
+		x[i] = float32(scale * (2*rng.Float64() - 1))
+	}
+	return x
+}
+
+func capsFill(x []float32, val float32) []float32 {
+	for i := range x {
+		x[i] = val
+	}
+	return x
+}
+
+func caps64(x []float32) []float64 {
+	if x == nil {
+		return nil
+	}
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
+}
+
+func capsAbs64(x []float32) []float64 {
+	y := caps64(x)
+	for i := range y {
+		y[i] = math.Abs(y[i])
+	}
+	return y
+}
+
+func capsMaxAbs(x []float64) float64 {
+	m := 0.0
+	for _, v := range x {
+		m = max(m, math.Abs(v))
+	}
+	return m
+}
+
+// capsCompare reports the first element with |got − want| > tol(e) (or a
+// NaN in got), and returns the largest ratio |got − want|/tol seen, so the
+// tests can show how much margin the tolerances leave.
+func capsCompare(what string, got []float32, want []float64, tol func(e int) float64) (float64, error) {
+	if len(got) != len(want) {
+		return 0, fmt.Errorf("%s: length %d, want %d", what, len(got), len(want))
+	}
+	worst := 0.0
+	for e := range want {
+		d := math.Abs(float64(got[e]) - want[e])
+		tl := tol(e)
+		if !(d <= tl) {
+			return worst, fmt.Errorf("%s[%d] = %g, want %.9g (|diff| %.3g > tol %.3g)", what, e, got[e], want[e], d, tl)
+		}
+		if tl > 0 {
+			worst = max(worst, d/tl)
+		}
+	}
+	return worst, nil
+}
+
+// gammaTol is the classical bound for a float32 sum of k products
+// accumulated in any order, with or without FMA: |error| <= γ_k·Σ|terms|,
+// γ_k = k·u/(1 − k·u). A factor 2 covers the rounding of the float64
+// reference and of the final store.
+func gammaTol(k int, absSum float64) float64 {
+	g := float64(k) * capsU32 / (1 - float64(k)*capsU32)
+	return 2*g*absSum + 1e-30
+}
+
+// capsVotesCase checks VotesForward and VotesBackward against the float64
+// reference for one shape. Each element is compared with the γ_k bound of
+// its own reduction: k = DIn for the votes, NOut·DOut for du, Batch + 1 for
+// dw (the accumulation into the previous dw counts as one more term), with
+// Σ|terms| computed by running the reference on absolute values.
+func capsVotesCase(rng *rand.Rand, sh VotesShape) (float64, error) {
+	nIn, nOut, dIn, dOut, bs := sh.NIn, sh.NOut, sh.DIn, sh.DOut, sh.Batch
+	nW, nU, nV := nOut*dOut*dIn*nIn, bs*dIn*nIn, bs*nOut*dOut*nIn
+	w := capsRand(rng, nW, rng.Intn(4), 1)
+	u := capsRand(rng, nU, rng.Intn(4), 1)
+	duhat := capsRand(rng, nV, rng.Intn(4), 1)
+	dw0 := capsRand(rng, nW, 0, 1)
+
+	want := make([]float64, nV)
+	votesRef(sh, want, caps64(w), caps64(u))
+	wantAbs := make([]float64, nV)
+	votesRef(sh, wantAbs, capsAbs64(w), capsAbs64(u))
+	wantDu := make([]float64, nU)
+	wantDw := caps64(dw0)
+	votesBackwardRef(sh, wantDw, wantDu, caps64(w), caps64(u), caps64(duhat))
+	absDu := make([]float64, nU)
+	absDw := capsAbs64(dw0)
+	votesBackwardRef(sh, absDw, absDu, capsAbs64(w), capsAbs64(u), capsAbs64(duhat))
+
+	uhat := capsFill(capsBuf(nV, rng.Intn(4)), float32(math.NaN())) // must be overwritten
+	if err := VotesForward(sh, uhat, w, u); err != nil {
+		return 0, err
+	}
+	du := capsFill(capsBuf(nU, rng.Intn(4)), float32(math.NaN()))
+	dw := capsBuf(nW, rng.Intn(4))
+	copy(dw, dw0)
+	if err := VotesBackward(sh, dw, du, w, u, duhat); err != nil {
+		return 0, err
+	}
+	worst := 0.0
+	for _, c := range []struct {
+		name string
+		got  []float32
+		want []float64
+		abs  []float64
+		k    int
+	}{
+		{"uhat", uhat, want, wantAbs, dIn},
+		{"du", du, wantDu, absDu, nOut * dOut},
+		{"dw", dw, wantDw, absDw, bs + 1},
+	} {
+		r, err := capsCompare(c.name, c.got, c.want, func(e int) float64 { return gammaTol(c.k, c.abs[e]) })
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, r)
+	}
+	return worst, nil
+}
+
+func TestVotesVsRef(t *testing.T) {
+	capsEachImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(1))
+		worst := 0.0
+		// NIn = 300 is run with blocking forced on (votesWholeBytes = 0 and
+		// votesBlockBytes = 0: blocks of 64), so that it spans several blocks
+		// and a tail.
+		defer func(w, b int) { votesWholeBytes, votesBlockBytes = w, b }(votesWholeBytes, votesBlockBytes)
+		nIns := []int{1, 3, 17, 100, 300}
+		n, blocked := 0, 0
+		for _, nIn := range nIns {
+			votesWholeBytes, votesBlockBytes = 8<<20, 256<<10
+			if nIn == 300 {
+				votesWholeBytes, votesBlockBytes = 0, 0
+			}
+			for _, nOut := range []int{1, 2, 5, 10} {
+				for _, dIn := range []int{1, 4, 8} {
+					for _, dOut := range []int{1, 3, 4, 5, 8, 16} {
+						if capsSmall() && rng.Intn(6) != 0 || nIn == 300 && dOut != 3 && dOut != 16 {
+							continue
+						}
+						sh := VotesShape{Batch: 1 + rng.Intn(3), NIn: nIn, NOut: nOut, DIn: dIn, DOut: dOut}
+						if votesChunk(sh) < nIn {
+							blocked++
+						}
+						r, err := capsVotesCase(rng, sh)
+						if err != nil {
+							t.Fatalf("%+v: %v", sh, err)
+						}
+						worst = max(worst, r)
+						n++
+					}
+				}
+			}
+		}
+		if blocked == 0 {
+			t.Error("no shape exercised the blocking of the votes")
+		}
+		t.Logf("%d shapes (%d blocked), largest |diff|/tol %.3f", n, blocked, worst)
+	})
+}
+
+// capsRoutingTol is the tolerance of the routing comparisons, per tensor:
+// |got − want| <= 4·u·K·scale·cond with K = r·(NIn + D + NOut), scale the
+// largest |want| of the tensor (at least 1e-3) and cond the conditioning of
+// the float32 Mazzia squash. Why: each iteration is a chain of float32
+// reductions of length NIn (s and the coupling gradient), D (agreement,
+// squash norms) and NOut (softmax), each within γ_len·Σ|terms| of exact; the
+// logits and their gradient carry these errors from one iteration to the
+// next, so they add up over the r iterations. Softmax, squash and their
+// gradients are Lipschitz with constants of order one at these magnitudes
+// (inputs in [−1, 1]), and Σ|terms| is bounded by a small multiple of the
+// largest output. The Mazzia squash computes 1 − e^{−n} in float32 (spec
+// formula), which cancels for a short capsule: its factor and derivative
+// have relative errors of order u/n, so cond = max(1, 1/n_min) with n_min
+// the shortest squash input over all iterations (1 for Sabour's squash,
+// which does not cancel). The largest observed ratio is logged; a wrong
+// iteration count, index or missing gradient term is off by orders of
+// magnitude more, see TestCapsCompareCanFail.
+func capsRoutingTol(sh RoutingShape, want []float64, cond float64) func(int) float64 {
+	r := sh.Iters
+	if sh.Uniform {
+		r = 1
+	}
+	k := float64(r * (sh.NIn + sh.D + sh.NOut))
+	scale := max(capsMaxAbs(want), 1e-3)
+	tol := 4 * capsU32 * k * scale * cond
+	return func(int) float64 { return tol }
+}
+
+// capsSquashCond returns the cond factor of capsRoutingTol for these inputs,
+// from the float64 reference's squash inputs.
+func capsSquashCond(in capsRoutingInputs) float64 {
+	if in.sh.Squash != SquashMazzia {
+		return 1
+	}
+	nMin := math.Inf(1)
+	uh, pr := caps64(in.uhat), caps64(in.prior)
+	for b := 0; b < in.sh.Batch; b++ {
+		tr := routingRefSample(in.sh, b, uh, pr)
+		for _, s := range tr.s {
+			for _, cap := range s {
+				q := 0.0
+				for _, x := range cap {
+					q += x * x
+				}
+				nMin = min(nMin, math.Sqrt(q+SquashEps))
+			}
+		}
+	}
+	return max(1, 1/nMin)
+}
+
+type capsRoutingInputs struct {
+	sh      RoutingShape
+	uhat    []float32
+	prior   []float32 // nil: zeros
+	dv      []float32
+	dprior0 []float32 // nil: prior gradient not requested
+}
+
+func capsRoutingInputsFor(rng *rand.Rand, sh RoutingShape, withPrior, withDPrior bool) capsRoutingInputs {
+	in := capsRoutingInputs{sh: sh}
+	in.uhat = capsRand(rng, sh.Batch*sh.NOut*sh.D*sh.NIn, rng.Intn(4), 1)
+	if withPrior {
+		in.prior = capsRand(rng, sh.NOut*sh.NIn, rng.Intn(4), 1)
+	}
+	in.dv = capsRand(rng, sh.Batch*sh.D*sh.NOut, rng.Intn(4), 1)
+	if withDPrior {
+		in.dprior0 = capsRand(rng, sh.NOut*sh.NIn, 0, 1)
+	}
+	return in
+}
+
+// capsRoutingWant runs the float64 reference.
+func capsRoutingWant(in capsRoutingInputs) (v, c, duhat, dprior []float64) {
+	sh := in.sh
+	v = make([]float64, sh.Batch*sh.D*sh.NOut)
+	c = make([]float64, sh.Batch*sh.NOut*sh.NIn)
+	routingRef(sh, v, c, caps64(in.uhat), caps64(in.prior))
+	duhat = make([]float64, len(in.uhat))
+	dprior = caps64(in.dprior0)
+	routingBackwardRef(sh, duhat, dprior, caps64(in.dv), caps64(in.uhat), caps64(in.prior))
+	return
+}
+
+// capsRoutingGot runs the kernels.
+func capsRoutingGot(rng *rand.Rand, in capsRoutingInputs) (v, c, duhat, dprior []float32, err error) {
+	sh := in.sh
+	nan := float32(math.NaN())
+	v = capsFill(capsBuf(sh.Batch*sh.D*sh.NOut, rng.Intn(4)), nan)
+	c = capsFill(capsBuf(sh.Batch*sh.NOut*sh.NIn, rng.Intn(4)), nan)
+	// NaN everywhere in work: a kernel that reads what it did not write fails.
+	work := capsFill(capsBuf(sh.WorkSize(), rng.Intn(4)), nan)
+	if err = RoutingForward(sh, v, c, in.uhat, in.prior, work); err != nil {
+		return
+	}
+	duhat = capsFill(capsBuf(len(in.uhat), rng.Intn(4)), nan)
+	if in.dprior0 != nil {
+		dprior = capsBuf(len(in.dprior0), rng.Intn(4))
+		copy(dprior, in.dprior0)
+	}
+	err = RoutingBackward(sh, duhat, dprior, in.dv, in.uhat, in.prior, work)
+	return
+}
+
+func capsRoutingCheck(rng *rand.Rand, in capsRoutingInputs) (float64, error) {
+	wv, wc, wdu, wdp := capsRoutingWant(in)
+	gv, gc, gdu, gdp, err := capsRoutingGot(rng, in)
+	if err != nil {
+		return 0, err
+	}
+	worst, cond := 0.0, capsSquashCond(in)
+	for _, x := range []struct {
+		name string
+		got  []float32
+		want []float64
+	}{{"v", gv, wv}, {"c", gc, wc}, {"duhat", gdu, wdu}, {"dprior", gdp, wdp}} {
+		if x.got == nil {
+			continue
+		}
+		r, err := capsCompare(x.name, x.got, x.want, capsRoutingTol(in.sh, x.want, cond))
+		if err != nil {
+			return worst, err
+		}
+		worst = max(worst, r)
+	}
+	return worst, nil
+}
+
+func TestRoutingVsRef(t *testing.T) {
+	capsEachImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(2))
+		worst, n, blocked := 0.0, 0, 0
+		// Some cases force blocks of 16 input capsules (routingWholeBytes =
+		// routingBlockBytes = 0), so that NIn = 100 runs in 7 blocks with a
+		// tail of 4.
+		defer func(w, b int) { routingWholeBytes, routingBlockBytes = w, b }(routingWholeBytes, routingBlockBytes)
+		iters := []int{1, 2, 3, 5}
+		for _, nIn := range []int{1, 3, 17, 100} {
+			for _, nOut := range []int{1, 2, 5, 10} {
+				for _, d := range []int{1, 3, 4, 5, 8, 16} {
+					if capsSmall() && rng.Intn(4) != 0 {
+						continue
+					}
+					sh := RoutingShape{Batch: 1 + rng.Intn(3), NIn: nIn, NOut: nOut, D: d,
+						Iters: iters[rng.Intn(len(iters))], Squash: Squash(rng.Intn(2)), Uniform: rng.Intn(4) == 0}
+					in := capsRoutingInputsFor(rng, sh, rng.Intn(2) == 0, rng.Intn(2) == 0)
+					routingWholeBytes, routingBlockBytes = 1<<20, 256<<10
+					if rng.Intn(4) < 1+2*(nIn/100) { // NIn = 100: 3 cases in 4
+						routingWholeBytes, routingBlockBytes = 0, 0
+					}
+					if routingChunk(sh) < nIn {
+						blocked++
+					}
+					r, err := capsRoutingCheck(rng, in)
+					if err != nil {
+						t.Fatalf("%+v prior=%v dprior=%v: %v", sh, in.prior != nil, in.dprior0 != nil, err)
+					}
+					worst = max(worst, r)
+					n++
+				}
+			}
+		}
+		if blocked == 0 {
+			t.Error("no shape exercised the blocking of the routing")
+		}
+		t.Logf("%d shapes (%d blocked), largest |diff|/tol %.3f", n, blocked, worst)
+	})
+}
+
+// TestCapsCompareCanFail shows that the tolerances catch plausible bugs: one
+// routing iteration too few, a missing agreement gradient, and a wrong
+// vote, each on a shape where the correct results pass.
+func TestCapsCompareCanFail(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	sh := RoutingShape{Batch: 2, NIn: 17, NOut: 5, D: 4, Iters: 3, Squash: SquashMazzia}
+	in := capsRoutingInputsFor(rng, sh, true, true)
+	if _, err := capsRoutingCheck(rng, in); err != nil {
+		t.Fatalf("correct kernels fail: %v", err)
+	}
+	wv, _, _, _ := capsRoutingWant(in)
+	// One iteration less.
+	in2 := in
+	in2.sh.Iters--
+	gv, _, _, _, err := capsRoutingGot(rng, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capsCompare("v", gv, wv, capsRoutingTol(sh, wv, capsSquashCond(in))); err == nil {
+		t.Error("Iters-1 not detected")
+	} else {
+		t.Logf("Iters-1 detected: %v", err)
+	}
+	// The gradient without the agreement path into uhat (the t < r terms
+	// dÛ_j += v_t ⊗ gL): the reference with that term removed by
+	// differentiating only the last iteration's s = Σ c·û with c fixed.
+	_, _, gdu, _, err := capsRoutingGot(rng, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uni := in
+	uni.sh.Uniform = true // gradient of s through uhat only, c uniform: wrong for RBA
+	_, _, partial, _ := capsRoutingWant(uni)
+	if _, err := capsCompare("duhat", gdu, partial, capsRoutingTol(sh, partial, capsSquashCond(in))); err == nil {
+		t.Error("wrong duhat not detected")
+	}
+	// A single perturbed vote.
+	vs := VotesShape{Batch: 2, NIn: 17, NOut: 3, DIn: 4, DOut: 5}
+	w := capsRand(rng, vs.NOut*vs.DOut*vs.DIn*vs.NIn, 0, 1)
+	u := capsRand(rng, vs.Batch*vs.DIn*vs.NIn, 0, 1)
+	want := make([]float64, vs.Batch*vs.NOut*vs.DOut*vs.NIn)
+	abs := make([]float64, len(want))
+	votesRef(vs, want, caps64(w), caps64(u))
+	votesRef(vs, abs, capsAbs64(w), capsAbs64(u))
+	got := capsBuf(len(want), 0)
+	if err := VotesForward(vs, got, w, u); err != nil {
+		t.Fatal(err)
+	}
+	got[37] += 1e-4 * float32(1+math.Abs(want[37]))
+	if _, err := capsCompare("uhat", got, want, func(e int) float64 { return gammaTol(vs.DIn, abs[e]) }); err == nil {
+		t.Error("perturbed vote not detected")
+	}
+}
+
+// TestCapsFiniteDifferences checks the reference gradients (which the
+// kernels are compared with) against central differences of
+// L = <R, v(votes(W, u), prior)> along random directions, for û, the prior,
+// W and u. Everything runs in float64: with h = 1e-5 the truncation error of
+// the central difference is O(h²·|L”'|) ≈ 1e-10 and the rounding error
+// O(ε₆₄·|L|/h) ≈ 1e-10 for |L| of order 10, so a relative tolerance of 1e-6
+// is loose for a correct gradient while a missing term (the agreement path,
+// the prior, a squash derivative) changes the directional derivative by
+// percents.
+func TestCapsFiniteDifferences(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	const h = 1e-5
+	cases := []RoutingShape{
+		{Batch: 2, NIn: 5, NOut: 3, D: 4, Iters: 3, Squash: SquashMazzia},
+		{Batch: 2, NIn: 7, NOut: 4, D: 3, Iters: 4, Squash: SquashSabour},
+		{Batch: 1, NIn: 3, NOut: 2, D: 5, Iters: 1, Squash: SquashMazzia},
+		{Batch: 2, NIn: 6, NOut: 3, D: 2, Iters: 2, Squash: SquashSabour, Uniform: true},
+	}
+	for _, sh := range cases {
+		vs := VotesShape{Batch: sh.Batch, NIn: sh.NIn, NOut: sh.NOut, DIn: 3, DOut: sh.D}
+		rnd := func(n int, scale float64) []float64 {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = scale * (2*rng.Float64() - 1)
+			}
+			return x
+		}
+		nW, nU, nV := vs.NOut*vs.DOut*vs.DIn*vs.NIn, vs.Batch*vs.DIn*vs.NIn, vs.Batch*vs.NOut*vs.DOut*vs.NIn
+		w, u, prior := rnd(nW, 0.8), rnd(nU, 1), rnd(sh.NOut*sh.NIn, 1)
+		R := rnd(sh.Batch*sh.D*sh.NOut, 1)
+		loss := func(w, u, prior []float64) float64 {
+			uhat := make([]float64, nV)
+			votesRef(vs, uhat, w, u)
+			v := make([]float64, len(R))
+			routingRef(sh, v, nil, uhat, prior)
+			s := 0.0
+			for i := range v {
+				s += R[i] * v[i]
+			}
+			return s
+		}
+		// Analytic gradients.
+		uhat := make([]float64, nV)
+		votesRef(vs, uhat, w, u)
+		duhat := make([]float64, nV)
+		dprior := make([]float64, len(prior))
+		routingBackwardRef(sh, duhat, dprior, R, uhat, prior)
+		dw, du := make([]float64, nW), make([]float64, nU)
+		votesBackwardRef(vs, dw, du, w, u, duhat)
+
+		dot := func(a, b []float64) float64 {
+			s := 0.0
+			for i := range a {
+				s += a[i] * b[i]
+			}
+			return s
+		}
+		step := func(x, dir []float64, sign float64) []float64 {
+			y := make([]float64, len(x))
+			for i := range x {
+				y[i] = x[i] + sign*h*dir[i]
+			}
+			return y
+		}
+		check := func(name string, grad, fd float64) {
+			t.Helper()
+			if math.Abs(grad-fd) > 1e-6*(math.Abs(grad)+math.Abs(fd))+1e-9 {
+				t.Errorf("%+v: d%s·dir = %.12g, finite difference %.12g", sh, name, grad, fd)
+			}
+		}
+		// u and W through the votes.
+		dirW, dirU, dirP := rnd(nW, 1), rnd(nU, 1), rnd(len(prior), 1)
+		check("W", dot(dw, dirW), (loss(step(w, dirW, 1), u, prior)-loss(step(w, dirW, -1), u, prior))/(2*h))
+		check("u", dot(du, dirU), (loss(w, step(u, dirU, 1), prior)-loss(w, step(u, dirU, -1), prior))/(2*h))
+		fdP := (loss(w, u, step(prior, dirP, 1)) - loss(w, u, step(prior, dirP, -1))) / (2 * h)
+		check("prior", dot(dprior, dirP), fdP)
+		if !sh.Uniform && sh.NOut > 1 && math.Abs(fdP) < 1e-4 {
+			t.Errorf("%+v: prior derivative %g too small for the check to mean anything", sh, fdP)
+		}
+		// û directly.
+		dirV := rnd(nV, 1)
+		lossU := func(uh []float64) float64 {
+			v := make([]float64, len(R))
+			routingRef(sh, v, nil, uh, prior)
+			return dot(R, v)
+		}
+		check("uhat", dot(duhat, dirV), (lossU(step(uhat, dirV, 1))-lossU(step(uhat, dirV, -1)))/(2*h))
+	}
+}
+
+// TestCapsOracle reproduces the PyTorch reference's capsule layers
+// (testdata/oracle, produced by ../shared/peers/torch_capsnet.py): for every
+// capsule layer K, votes and routing applied to the recorded input
+// trace.(K-1).v with the layer's weights must give trace.K.v and trace.K.c.
+// The weights, prior and capsules go through the exported converters.
+// Tolerance: |diff| <= 1e-5·max|want| per tensor (and 1e-5 absolute for the
+// couplings, which are at most 1): float32 on both sides, reductions of a
+// few hundred terms in different orders; the measured error is logged.
+// The chained run (each layer fed with our own previous output) is checked
+// with a tolerance 10 times larger.
+func TestCapsOracle(t *testing.T) {
+	models := []struct {
+		name    string
+		weight  string // format of the layer's parameter prefix
+		layers  int
+		iters   int
+		squash  Squash
+		uniform bool
+	}{
+		// Iteration counts and squash kinds as in MODELS of torch_capsnet.py.
+		{"tiny-deep", "caps.%d", 2, 3, SquashMazzia, false},
+		{"tiny-deep-uniform", "caps.%d", 2, 3, SquashMazzia, true},
+		{"tiny-deep3", "caps.%d", 3, 5, SquashMazzia, false},
+		// Sabour's prior is not learned, but the oracle filled digit.b with
+		// random values like every ".b" and its forward used them.
+		{"tiny-sabour", "digit", 1, 3, SquashSabour, false},
+	}
+	dir := filepath.Join("..", "testdata", "oracle")
+	for _, m := range models {
+		wts, err := readSafetensors(filepath.Join(dir, m.name+"-weights.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, err := readSafetensors(filepath.Join(dir, m.name+"-expected.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(ts map[string]stTensor, name string, rank int) stTensor {
+			x, ok := ts[name]
+			if !ok || len(x.Shape) != rank {
+				t.Fatalf("%s: tensor %s missing or not of rank %d", m.name, name, rank)
+			}
+			return x
+		}
+		t.Run(m.name, func(t *testing.T) {
+			capsEachImpl(t, func(t *testing.T) {
+				var chained []float32 // our own output of the previous layer, (B, d, n)
+				worst, worstChain := 0.0, 0.0
+				for k := 1; k <= m.layers; k++ {
+					prefix := m.weight
+					if m.layers > 1 || m.weight != "digit" {
+						prefix = fmt.Sprintf(m.weight, k-1)
+					}
+					in := get(exp, fmt.Sprintf("trace.%d.v", k-1), 3)
+					W := get(wts, prefix+".W", 4)
+					bt := get(wts, prefix+".b", 2)
+					wantV := get(exp, fmt.Sprintf("trace.%d.v", k), 3)
+					wantC := get(exp, fmt.Sprintf("trace.%d.c", k), 3)
+					bs, nIn, dIn := in.Shape[0], in.Shape[1], in.Shape[2]
+					nOut, dOut := W.Shape[0], W.Shape[2]
+					if W.Shape[1] != nIn || W.Shape[3] != dIn || bt.Shape[0] != nIn || bt.Shape[1] != nOut ||
+						wantV.Shape[0] != bs || wantV.Shape[1] != nOut || wantV.Shape[2] != dOut {
+						t.Fatalf("%s layer %d: inconsistent shapes in %v %v %v %v", m.name, k, in.Shape, W.Shape, bt.Shape, wantV.Shape)
+					}
+					vs := VotesShape{Batch: bs, NIn: nIn, NOut: nOut, DIn: dIn, DOut: dOut}
+					rs := RoutingShape{Batch: bs, NIn: nIn, NOut: nOut, D: dOut, Iters: m.iters, Squash: m.squash, Uniform: m.uniform}
+					w := make([]float32, len(W.Data))
+					if err := VotesWeightsFromTorch(vs, w, W.Data); err != nil {
+						t.Fatal(err)
+					}
+					prior := make([]float32, nOut*nIn)
+					if err := PriorFromTorch(nIn, nOut, prior, bt.Data); err != nil {
+						t.Fatal(err)
+					}
+					u := make([]float32, len(in.Data))
+					if err := CapsFromTorch(bs, nIn, dIn, u, in.Data); err != nil {
+						t.Fatal(err)
+					}
+					run := func(u []float32) (vTorch, cTorch []float32) {
+						uhat := make([]float32, bs*nOut*dOut*nIn)
+						if err := VotesForward(vs, uhat, w, u); err != nil {
+							t.Fatal(err)
+						}
+						v := make([]float32, bs*dOut*nOut)
+						c := make([]float32, bs*nOut*nIn)
+						work := make([]float32, rs.WorkSize())
+						if err := RoutingForward(rs, v, c, uhat, prior, work); err != nil {
+							t.Fatal(err)
+						}
+						vTorch = make([]float32, len(v))
+						if err := CapsToTorch(bs, nOut, dOut, vTorch, v); err != nil {
+							t.Fatal(err)
+						}
+						cTorch = make([]float32, len(c))
+						for b := 0; b < bs; b++ {
+							if err := PriorToTorch(nIn, nOut, cTorch[b*nIn*nOut:][:nIn*nOut], c[b*nOut*nIn:][:nOut*nIn]); err != nil {
+								t.Fatal(err)
+							}
+						}
+						return vTorch, cTorch
+					}
+					cmp := func(what string, factor float64, got []float32, want []float32, floor float64) float64 {
+						w64 := caps64(want)
+						tol := factor * max(1e-5*capsMaxAbs(w64), floor)
+						r, err := capsCompare(what, got, w64, func(int) float64 { return tol })
+						if err != nil {
+							t.Errorf("%s layer %d: %v", m.name, k, err)
+						}
+						return r * tol / capsMaxAbs(w64)
+					}
+					gv, gc := run(u)
+					worst = max(worst, cmp("v", 1, gv, wantV.Data, 0), cmp("c", 1, gc, wantC.Data, 1e-5))
+					if chained == nil {
+						chained = u
+					}
+					cv, cc := run(chained)
+					worstChain = max(worstChain, cmp("chained v", 10, cv, wantV.Data, 0), cmp("chained c", 10, cc, wantC.Data, 1e-5))
+					// Our output (B, d, n) is directly the next layer's input.
+					chained = make([]float32, len(cv))
+					if err := CapsFromTorch(bs, nOut, dOut, chained, cv); err != nil {
+						t.Fatal(err)
+					}
+				}
+				t.Logf("%s: largest |diff|/max|want| %.2g per layer, %.2g chained", m.name, worst, worstChain)
+			})
+		})
+	}
+}
+
+// TestRoutingNaN: a NaN vote reaches the output capsule it votes for in the
+// first iteration, and every output of its sample through the agreement
+// update; other samples are unaffected.
+func TestRoutingNaN(t *testing.T) {
+	capsEachImpl(t, func(t *testing.T) {
+		for _, iters := range []int{1, 3} {
+			rng := rand.New(rand.NewSource(5))
+			sh := RoutingShape{Batch: 2, NIn: 9, NOut: 4, D: 3, Iters: iters, Squash: SquashMazzia}
+			uhat := capsRand(rng, sh.Batch*sh.NOut*sh.D*sh.NIn, 0, 1)
+			const bNaN, jNaN = 1, 2
+			uhat[((bNaN*sh.NOut+jNaN)*sh.D+1)*sh.NIn+5] = float32(math.NaN())
+			v := capsBuf(sh.Batch*sh.D*sh.NOut, 0)
+			work := capsBuf(sh.WorkSize(), 0)
+			if err := RoutingForward(sh, v, nil, uhat, nil, work); err != nil {
+				t.Fatal(err)
+			}
+			for b := 0; b < sh.Batch; b++ {
+				for k := 0; k < sh.D; k++ {
+					for j := 0; j < sh.NOut; j++ {
+						x := v[(b*sh.D+k)*sh.NOut+j]
+						wantNaN := b == bNaN && (j == jNaN || iters > 1)
+						if math.IsNaN(float64(x)) != wantNaN {
+							t.Errorf("iters %d: v[%d,%d,%d] = %g, want NaN: %v", iters, b, k, j, x, wantNaN)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestCapsShapeErrors: bad shapes and lengths are errors, not panics;
+// Batch = 0 is a no-op.
+func TestCapsShapeErrors(t *testing.T) {
+	vs := VotesShape{Batch: 2, NIn: 3, NOut: 2, DIn: 2, DOut: 4}
+	nW, nU, nV := 2*4*2*3, 2*2*3, 2*2*4*3
+	w, u, uhat := make([]float32, nW), make([]float32, nU), make([]float32, nV)
+	if err := VotesForward(vs, uhat, w, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := VotesBackward(vs, w, u, w, u, uhat); err != nil {
+		t.Fatal(err)
+	}
+	if err := VotesBackward(vs, nil, nil, w, u, uhat); err != nil {
+		t.Fatal(err)
+	}
+	bad := []error{
+		VotesForward(VotesShape{Batch: 2, NIn: 0, NOut: 2, DIn: 2, DOut: 4}, uhat, w, u),
+		VotesForward(VotesShape{Batch: -1, NIn: 3, NOut: 2, DIn: 2, DOut: 4}, uhat, w, u),
+		VotesForward(vs, uhat[1:], w, u),
+		VotesForward(vs, uhat, w[1:], u),
+		VotesForward(vs, uhat, w, u[1:]),
+		VotesForward(vs, uhat, w, nil),
+		VotesBackward(vs, w[1:], u, w, u, uhat),
+		VotesBackward(vs, w, u[1:], w, u, uhat),
+		VotesBackward(vs, w, u, w, u, uhat[1:]),
+		VotesWeightsFromTorch(vs, w, w[1:]),
+		VotesWeightsToTorch(VotesShape{NIn: 3, NOut: 2, DIn: 2, DOut: -4}, w, w),
+		CapsFromTorch(2, 3, 2, u, u[2:]),
+		CapsToTorch(-2, 3, 2, u, u),
+		PriorFromTorch(3, 2, w[:5], w[:6]),
+		PriorToTorch(3, 2, w[:6], w[:7]),
+	}
+	rs := RoutingShape{Batch: 2, NIn: 3, NOut: 2, D: 4, Iters: 2}
+	v, c, prior := make([]float32, 2*4*2), make([]float32, 2*2*3), make([]float32, 2*3)
+	work := make([]float32, rs.WorkSize())
+	if err := RoutingForward(rs, v, c, uhat, prior, work); err != nil {
+		t.Fatal(err)
+	}
+	if err := RoutingBackward(rs, uhat, prior, v, uhat, prior, work); err != nil {
+		t.Fatal(err)
+	}
+	withIters := func(n int) RoutingShape { s := rs; s.Iters = n; return s }
+	withSquash := func(k Squash) RoutingShape { s := rs; s.Squash = k; return s }
+	bad = append(bad,
+		RoutingForward(withIters(0), v, c, uhat, prior, work),
+		RoutingForward(withSquash(7), v, c, uhat, prior, work),
+		RoutingForward(RoutingShape{Batch: 2, NIn: 3, NOut: 0, D: 4, Iters: 2}, v, c, uhat, prior, work),
+		RoutingForward(rs, v[1:], c, uhat, prior, work),
+		RoutingForward(rs, v, c[1:], uhat, prior, work),
+		RoutingForward(rs, v, c, uhat[1:], prior, work),
+		RoutingForward(rs, v, c, uhat, prior[1:], work),
+		RoutingForward(rs, v, c, uhat, prior, work[1:]),
+		RoutingBackward(rs, uhat[1:], prior, v, uhat, prior, work),
+		RoutingBackward(rs, uhat, prior[1:], v, uhat, prior, work),
+		RoutingBackward(rs, uhat, prior, v[1:], uhat, prior, work),
+		RoutingBackward(rs, uhat, prior, v, uhat, prior, work[1:]),
+	)
+	for i, err := range bad {
+		if err == nil {
+			t.Errorf("bad call %d: no error", i)
+		}
+	}
+	if got := withIters(0).WorkSize(); got != 0 {
+		t.Errorf("WorkSize of an invalid shape = %d", got)
+	}
+	// Batch = 0: nothing to do, nil slices are fine.
+	if err := VotesForward(VotesShape{NIn: 3, NOut: 2, DIn: 2, DOut: 4}, nil, w, nil); err != nil {
+		t.Error(err)
+	}
+	if err := VotesBackward(VotesShape{NIn: 3, NOut: 2, DIn: 2, DOut: 4}, w, nil, w, nil, nil); err != nil {
+		t.Error(err)
+	}
+	zs := RoutingShape{NIn: 3, NOut: 2, D: 4, Iters: 2}
+	zw := make([]float32, zs.WorkSize())
+	if err := RoutingForward(zs, nil, nil, nil, nil, zw); err != nil {
+		t.Error(err)
+	}
+	if err := RoutingBackward(zs, nil, nil, nil, nil, nil, zw); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCapsConverters: the PyTorch converters are inverse of each other and
+// map the documented index pairs.
+func TestCapsConverters(t *testing.T) {
+	vs := VotesShape{NIn: 5, NOut: 3, DIn: 2, DOut: 4}
+	n := vs.NOut * vs.NIn * vs.DOut * vs.DIn
+	src := make([]float32, n)
+	for i := range src {
+		src[i] = float32(i)
+	}
+	in, back := make([]float32, n), make([]float32, n)
+	if err := VotesWeightsFromTorch(vs, in, src); err != nil {
+		t.Fatal(err)
+	}
+	j, i, k, l := 2, 4, 3, 1
+	if got, want := in[((j*vs.DOut+k)*vs.DIn+l)*vs.NIn+i], src[((j*vs.NIn+i)*vs.DOut+k)*vs.DIn+l]; got != want {
+		t.Errorf("W[j,k,l,i] = %g, want torch W[j,i,k,l] = %g", got, want)
+	}
+	if err := VotesWeightsToTorch(vs, back, in); err != nil {
+		t.Fatal(err)
+	}
+	for e := range src {
+		if back[e] != src[e] {
+			t.Fatalf("VotesWeightsToTorch(FromTorch(x))[%d] = %g, want %g", e, back[e], src[e])
+		}
+	}
+	// Capsules (B=2, n=5, d=3) and priors (nIn=5, nOut=3).
+	c := src[:30]
+	ci, cb := make([]float32, 30), make([]float32, 30)
+	if err := CapsFromTorch(2, 5, 3, ci, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ci[(1*3+2)*5+4], c[(1*5+4)*3+2]; got != want {
+		t.Errorf("u[b,l,i] = %g, want torch u[b,i,l] = %g", got, want)
+	}
+	if err := CapsToTorch(2, 5, 3, cb, ci); err != nil {
+		t.Fatal(err)
+	}
+	p, pi, pb := src[:15], make([]float32, 15), make([]float32, 15)
+	if err := PriorFromTorch(5, 3, pi, p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pi[2*5+4], p[4*3+2]; got != want {
+		t.Errorf("prior[j,i] = %g, want torch b[i,j] = %g", got, want)
+	}
+	if err := PriorToTorch(5, 3, pb, pi); err != nil {
+		t.Fatal(err)
+	}
+	for e := range cb {
+		if cb[e] != c[e] {
+			t.Fatalf("CapsToTorch(CapsFromTorch(x))[%d] = %g, want %g", e, cb[e], c[e])
+		}
+	}
+	for e := range pb {
+		if pb[e] != p[e] {
+			t.Fatalf("PriorToTorch(PriorFromTorch(x))[%d] = %g, want %g", e, pb[e], p[e])
+		}
+	}
+}
+
+func TestCapsNoAlloc(t *testing.T) {
+	capsEachImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewSource(6))
+		vs := VotesShape{Batch: 3, NIn: 200, NOut: 5, DIn: 4, DOut: 8}
+		w := capsRand(rng, vs.NOut*vs.DOut*vs.DIn*vs.NIn, 0, 1)
+		u := capsRand(rng, vs.Batch*vs.DIn*vs.NIn, 0, 1)
+		uhat := capsBuf(vs.Batch*vs.NOut*vs.DOut*vs.NIn, 0)
+		dw, du := capsBuf(len(w), 0), capsBuf(len(u), 0)
+		rs := RoutingShape{Batch: 3, NIn: 200, NOut: 5, D: 8, Iters: 3, Squash: SquashSabour}
+		v, c := capsBuf(rs.Batch*rs.D*rs.NOut, 0), capsBuf(rs.Batch*rs.NOut*rs.NIn, 0)
+		prior, dprior := capsRand(rng, rs.NOut*rs.NIn, 0, 1), capsBuf(rs.NOut*rs.NIn, 0)
+		work := capsBuf(rs.WorkSize(), 0)
+		duhat := capsBuf(len(uhat), 0)
+		for _, f := range []struct {
+			name string
+			f    func() error
+		}{
+			{"VotesForward", func() error { return VotesForward(vs, uhat, w, u) }},
+			{"VotesBackward", func() error { return VotesBackward(vs, dw, du, w, u, uhat) }},
+			{"RoutingForward", func() error { return RoutingForward(rs, v, c, uhat, prior, work) }},
+			{"RoutingBackward", func() error { return RoutingBackward(rs, duhat, dprior, v, uhat, prior, work) }},
+		} {
+			var err error
+			if n := testing.AllocsPerRun(5, func() { err = f.f() }); n != 0 {
+				t.Errorf("%s: %v allocations per call", f.name, n)
+			}
+			if err != nil {
+				t.Errorf("%s: %v", f.name, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,735 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ConvShape describes a 2-D convolution (cross-correlation, as in PyTorch's
+// nn.Conv2d) over a batch of images.
+//
+// Layouts are PyTorch's own, so checkpoints need no conversion:
+//   - x (input):  NCHW, Batch×InC×InH×InW, x[((n·InC+c)·InH+h)·InW+w]
+//   - y (output): NCHW, Batch×OutC×OutH×OutW
+//   - w (weight): OIHW, OutC×(InC/Groups)×KH×KW
+//   - bias:       OutC
+//
+// Output channel o belongs to group g = o/(OutC/Groups) and sees input
+// channels g·(InC/Groups) … (g+1)·(InC/Groups)−1. Padding is zero padding
+// of PadH rows above and below and PadW columns left and right.
+type ConvShape struct {
+	Batch, InC, InH, InW int
+	OutC, KH, KW         int
+	StrideH, StrideW     int
+	PadH, PadW           int
+	Groups               int
+}
+
+// OutH returns the output height ⌊(InH + 2·PadH − KH)/StrideH⌋ + 1 (0 for a
+// non-positive stride).
+func (s ConvShape) OutH() int {
+	if s.StrideH <= 0 {
+		return 0
+	}
+	return (s.InH+2*s.PadH-s.KH)/s.StrideH + 1
+}
+
+// OutW returns the output width ⌊(InW + 2·PadW − KW)/StrideW⌋ + 1 (0 for a
+// non-positive stride).
+func (s ConvShape) OutW() int {
+	if s.StrideW <= 0 {
+		return 0
+	}
+	return (s.InW+2*s.PadW-s.KW)/s.StrideW + 1
+}
+
+// XLen returns the number of input elements Batch·InC·InH·InW.
+func (s ConvShape) XLen() int { return s.Batch * s.InC * s.InH * s.InW }
+
+// YLen returns the number of output elements Batch·OutC·OutH·OutW.
+func (s ConvShape) YLen() int { return s.Batch * s.OutC * s.OutH() * s.OutW() }
+
+// WLen returns the number of weight elements OutC·(InC/Groups)·KH·KW.
+func (s ConvShape) WLen() int {
+	if s.Groups <= 0 {
+		return 0
+	}
+	return s.OutC * (s.InC / s.Groups) * s.KH * s.KW
+}
+
+// FLOPs returns 2·Batch·OutC·OutH·OutW·(InC/Groups)·KH·KW, the multiply-add
+// count of the forward pass (also that of each backward pass), bias excluded.
+func (s ConvShape) FLOPs() float64 {
+	return 2 * float64(s.Batch) * float64(s.OutC) * float64(s.OutH()*s.OutW()) * float64(s.InC/max(s.Groups, 1)*s.KH*s.KW)
+}
+
+// Validate reports the first impossible field of the shape: negative batch,
+// non-positive channel counts, image or kernel sizes, strides or groups,
+// negative padding, channels not divisible by Groups, or a kernel larger
+// than the padded input. Batch 0 is valid (every call is then a no-op).
+func (s ConvShape) Validate() error {
+	pos := []struct {
+		name string
+		v    int
+	}{
+		{"InC", s.InC}, {"InH", s.InH}, {"InW", s.InW}, {"OutC", s.OutC},
+		{"KH", s.KH}, {"KW", s.KW}, {"StrideH", s.StrideH}, {"StrideW", s.StrideW}, {"Groups", s.Groups},
+	}
+	if s.Batch < 0 {
+		return fmt.Errorf("kernels: conv shape: Batch=%d is negative", s.Batch)
+	}
+	for _, f := range pos {
+		if f.v <= 0 {
+			return fmt.Errorf("kernels: conv shape: %s=%d must be positive", f.name, f.v)
+		}
+	}
+	if s.PadH < 0 {
+		return fmt.Errorf("kernels: conv shape: PadH=%d is negative", s.PadH)
+	}
+	if s.PadW < 0 {
+		return fmt.Errorf("kernels: conv shape: PadW=%d is negative", s.PadW)
+	}
+	if s.InC%s.Groups != 0 {
+		return fmt.Errorf("kernels: conv shape: InC=%d is not divisible by Groups=%d", s.InC, s.Groups)
+	}
+	if s.OutC%s.Groups != 0 {
+		return fmt.Errorf("kernels: conv shape: OutC=%d is not divisible by Groups=%d", s.OutC, s.Groups)
+	}
+	if s.KH > s.InH+2*s.PadH {
+		return fmt.Errorf("kernels: conv shape: KH=%d is larger than the padded input height InH+2·PadH=%d", s.KH, s.InH+2*s.PadH)
+	}
+	if s.KW > s.InW+2*s.PadW {
+		return fmt.Errorf("kernels: conv shape: KW=%d is larger than the padded input width InW+2·PadW=%d", s.KW, s.InW+2*s.PadW)
+	}
+	const limit = 1 << 40 // guard against int overflow in the size products
+	if float64(s.Batch)*float64(s.InC)*float64(s.InH)*float64(s.InW) > limit ||
+		float64(s.OutC)*float64(s.InC)*float64(s.KH)*float64(s.KW) > limit ||
+		float64(s.Batch)*float64(s.OutC)*float64(s.InH+2*s.PadH)*float64(s.InW+2*s.PadW) > limit {
+		return fmt.Errorf("kernels: conv shape %+v: tensors larger than 2^40 elements", s)
+	}
+	return nil
+}
+
+// Algorithm selection and scratch planning.
+//
+// The general path lowers the convolution to GEMMs: im2col writes the
+// receptive fields of a chunk of nb images as a K×(nb·P) matrix (K =
+// (InC/Groups)·KH·KW rows, P = OutH·OutW output positions per image,
+// image-major columns), and Y_g = W_g·col with W_g the OIHW weights of
+// group g read in place as an (OutC/Groups)×K row-major matrix.
+//
+// Chunks of several images: a per-image GEMM is skinny when P is small.
+// Sabour's primary capsules have P = 36, so a per-image GEMM is
+// 256×36×20736 and its cost is dominated by packing the 21 MB weight matrix
+// once per image (the blocked GEMM packs op(A) once per nc-column block of
+// C: M·K memory traffic for M·N·K multiply-adds, at N = 36 as much time as
+// the arithmetic). nb is the largest image count with nb·P ≤
+// convTargetCols, then balanced over the batch (32 images of 36 columns:
+// 2 chunks of 16 = 576 columns rather than 28 + 4), so the weights are
+// packed once per chunk and the micro-kernel sees full column panels.
+//
+// Channel slabs: the full K×(nb·P) buffer of that chunk would be 20736×576
+// floats (48 MB). The reduction is instead split into slabs of cs input
+// channels (cs·KH·KW rows, at most convMaxColFloats floats of col), and
+// each slab is one GEMM accumulating into the output (beta = 1 after the
+// first slab). The col slab is then consumed by the GEMM's packing while
+// it is still in cache, the scratch stays a few MB, and the weights are
+// still packed once per chunk in total.
+//
+// The GEMM result lands in a scratch (OutC/Groups)×(nb·P) matrix that is
+// scattered into NCHW y with the bias (when nb = 1 the GEMM writes y
+// directly). Backward data is dcol = W_gᵀ·dY per slab followed by col2im;
+// backward filter is dW_g[:, slab] += dY·colᵀ per slab.
+//
+// The depthwise case (InC/Groups = OutC/Groups = 1) would be a GEMM with one
+// row; it runs as a direct loop instead and needs no scratch.
+// They are variables only so that tests can force tiny chunks and slabs.
+var (
+	// convTargetCols bounds the GEMM width nb·P when choosing nb: the nc
+	// column block of the blocked Sgemm drivers (1024), so that one chunk
+	// is one column block and op(A) is packed once per chunk.
+	convTargetCols = 1024
+	// convMaxColFloats caps the im2col slab (cs·KH·KW·nb·P floats, 4 MiB);
+	// a slab of one channel is always allowed.
+	convMaxColFloats = 1 << 20
+)
+
+// convDirect reports whether the shape runs the direct (depthwise) loops.
+func (s ConvShape) convDirect() bool {
+	return s.InC == s.Groups && s.OutC == s.Groups
+}
+
+// convPlan returns nb, the number of images lowered into one GEMM, and cs,
+// the number of input channels per im2col slab (see above).
+func (s ConvShape) convPlan() (nb, cs int) {
+	p := s.OutH() * s.OutW()
+	cg := s.InC / s.Groups
+	nb = min(max(convTargetCols/p, 1), s.Batch)
+	chunks := (s.Batch + nb - 1) / nb
+	nb = (s.Batch + chunks - 1) / chunks
+	rowFloats := s.KH * s.KW * nb * p // col floats per channel
+	cs = min(max(convMaxColFloats/rowFloats, 1), cg)
+	slabs := (cg + cs - 1) / cs
+	cs = (cg + slabs - 1) / slabs
+	return nb, cs
+}
+
+// WorkSize returns the number of float32 of scratch that ConvForward,
+// ConvBackwardData and ConvBackwardFilter need for this shape (the same for
+// all three, a function of the shape only, so a static graph can plan its
+// memory once). It is 0 for the depthwise direct path and for Batch 0, and
+// meaningless for a shape that fails Validate.
+func (s ConvShape) WorkSize() int {
+	if s.Batch <= 0 || s.Groups <= 0 || s.convDirect() {
+		return 0
+	}
+	nb, cs := s.convPlan()
+	p := s.OutH() * s.OutW()
+	return nb * p * (cs*s.KH*s.KW + s.OutC/s.Groups)
+}
+
+// convCheck validates the shape and the length of the scratch.
+func convCheck(fn string, s ConvShape, work []float32) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("kernels.%s: %w", fn, err)
+	}
+	if ws := s.WorkSize(); len(work) < ws {
+		return fmt.Errorf("kernels.%s: work has %d elements, shape %+v needs WorkSize()=%d", fn, len(work), s, ws)
+	}
+	return nil
+}
+
+// convCheckLen reports a slice shorter than need.
+func convCheckLen(fn, name string, have, need int) error {
+	if have < need {
+		return fmt.Errorf("kernels.%s: %s has %d elements, need %d", fn, name, have, need)
+	}
+	return nil
+}
+
+// ConvForward computes y = conv(x, w) + bias for the shape sh (layouts in
+// ConvShape). y is overwritten; bias may be nil (no bias). work is caller
+// scratch of at least sh.WorkSize() floats whose contents are ignored and
+// clobbered. It does not allocate and returns an error for an invalid
+// shape or a slice that is too short. NaN and Inf propagate.
+func ConvForward(sh ConvShape, y, x, w, bias, work []float32) error {
+	const fn = "ConvForward"
+	if err := convCheck(fn, sh, work); err != nil {
+		return err
+	}
+	if err := errors.Join(convCheckLen(fn, "y", len(y), sh.YLen()), convCheckLen(fn, "x", len(x), sh.XLen()),
+		convCheckLen(fn, "w", len(w), sh.WLen())); err != nil {
+		return err
+	}
+	if bias != nil && len(bias) < sh.OutC {
+		return fmt.Errorf("kernels.ConvForward: bias has %d elements, OutC=%d", len(bias), sh.OutC)
+	}
+	if sh.Batch == 0 {
+		return nil
+	}
+	if sh.convDirect() {
+		convDepthwiseForward(sh, y, x, w, bias)
+		return nil
+	}
+	convGemmForward(sh, y, x, w, bias, work)
+	return nil
+}
+
+// ConvBackwardData computes dx = ∂L/∂x from dy = ∂L/∂y for the shape sh:
+// the transposed convolution of dy with w. dx is overwritten. work is
+// caller scratch of at least sh.WorkSize() floats. It does not allocate and
+// returns an error for an invalid shape or a slice that is too short.
+func ConvBackwardData(sh ConvShape, dx, dy, w, work []float32) error {
+	const fn = "ConvBackwardData"
+	if err := convCheck(fn, sh, work); err != nil {
+		return err
+	}
+	if err := errors.Join(convCheckLen(fn, "dx", len(dx), sh.XLen()), convCheckLen(fn, "dy", len(dy), sh.YLen()),
+		convCheckLen(fn, "w", len(w), sh.WLen())); err != nil {
+		return err
+	}
+	if sh.Batch == 0 {
+		return nil
+	}
+	if sh.convDirect() {
+		convDepthwiseBackwardData(sh, dx, dy, w)
+		return nil
+	}
+	convGemmBackwardData(sh, dx, dy, w, work)
+	return nil
+}
+
+// ConvBackwardFilter accumulates the weight and bias gradients for the
+// shape sh: dw += ∂L/∂w and dbias += ∂L/∂bias (the sum of dy over batch and
+// positions), from the forward input x and dy = ∂L/∂y. dbias may be nil.
+// Accumulation lets several uses of one weight (or several micro-batches)
+// add into the same gradient; zero dw and dbias first for a fresh gradient.
+// work is caller scratch of at least sh.WorkSize() floats. It does not
+// allocate and returns an error for an invalid shape or a short slice.
+func ConvBackwardFilter(sh ConvShape, dw, dbias, x, dy, work []float32) error {
+	const fn = "ConvBackwardFilter"
+	if err := convCheck(fn, sh, work); err != nil {
+		return err
+	}
+	if err := errors.Join(convCheckLen(fn, "dw", len(dw), sh.WLen()), convCheckLen(fn, "x", len(x), sh.XLen()),
+		convCheckLen(fn, "dy", len(dy), sh.YLen())); err != nil {
+		return err
+	}
+	if dbias != nil && len(dbias) < sh.OutC {
+		return fmt.Errorf("kernels.ConvBackwardFilter: dbias has %d elements, OutC=%d", len(dbias), sh.OutC)
+	}
+	if sh.Batch == 0 {
+		return nil
+	}
+	if dbias != nil {
+		p := sh.OutH() * sh.OutW()
+		for n := 0; n < sh.Batch; n++ {
+			for o := 0; o < sh.OutC; o++ {
+				var s float32
+				for _, v := range dy[(n*sh.OutC+o)*p : (n*sh.OutC+o+1)*p] {
+					s += v
+				}
+				dbias[o] += s
+			}
+		}
+	}
+	if sh.convDirect() {
+		convDepthwiseBackwardFilter(sh, dw, x, dy)
+		return nil
+	}
+	convGemmBackwardFilter(sh, dw, x, dy, work)
+	return nil
+}
+
+// convRange returns the output indices [lo, hi) whose input index
+// o·stride − pad + k lies in [0, in).
+func convRange(out, in, stride, pad, k int) (lo, hi int) {
+	// o·stride ≥ pad − k  ⇔  o ≥ ⌈(pad−k)/stride⌉
+	if d := pad - k; d > 0 {
+		lo = (d + stride - 1) / stride
+	}
+	// o·stride ≤ in − 1 + pad − k  ⇔  o ≤ ⌊(in−1+pad−k)/stride⌋
+	d := in - 1 + pad - k
+	if d < 0 {
+		return 0, 0
+	}
+	hi = min(d/stride+1, out)
+	if hi < lo {
+		return 0, 0
+	}
+	return lo, hi
+}
+
+// convIm2col writes the receptive fields of images n0 … n0+nc−1, input
+// channels c0 … c0+cs−1 of group g, into col as a (cs·KH·KW)×(nc·P)
+// row-major matrix: row (c·KH+kh)·KW+kw, column i·P + oh·OutW + ow holds
+// x[n0+i, g·Cg+c0+c, oh·SH−PH+kh, ow·SW−PW+kw] (0 in the padding).
+//
+// Output rows are short (6 values for the primary capsules), so the
+// per-row work is kept to index arithmetic: padding is cleared only where
+// convRange says there is some, and the source index advances by a
+// constant per row.
+func convIm2col(s ConvShape, x []float32, n0, nc, g, c0, cs int, col []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	p := oh * ow
+	cg := s.InC / s.Groups
+	hw := s.InH * s.InW
+	ld := nc * p
+	sw, rowStep := s.StrideW, s.StrideH*s.InW
+	for c := 0; c < cs; c++ {
+		ci := g*cg + c0 + c
+		for kh := 0; kh < s.KH; kh++ {
+			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+			for kw := 0; kw < s.KW; kw++ {
+				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+				padX := xLo > 0 || xHi < ow
+				n := xHi - xLo
+				row := col[((c*s.KH+kh)*s.KW+kw)*ld:]
+				// Source offset of the first valid tap of row yLo.
+				ix0 := (yLo*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw
+				for i := 0; i < nc; i++ {
+					xc := x[((n0+i)*s.InC+ci)*hw : ((n0+i)*s.InC+ci+1)*hw]
+					dst := row[i*p : (i+1)*p]
+					if yLo > 0 {
+						clear(dst[:yLo*ow])
+					}
+					if yHi < oh {
+						clear(dst[yHi*ow:])
+					}
+					if n <= 0 {
+						clear(dst[yLo*ow : yHi*ow])
+						continue
+					}
+					ix := ix0
+					for y := yLo; y < yHi; y++ {
+						d := dst[y*ow : (y+1)*ow]
+						if padX {
+							clear(d[:xLo])
+							clear(d[xHi:])
+						}
+						d = d[xLo:xHi]
+						switch sw {
+						case 1:
+							copy(d, xc[ix:ix+n])
+						case 2:
+							// Unrolled by 4 with constant indices into
+							// re-sliced windows: two bounds checks per
+							// four values.
+							src := xc[ix : ix+2*n-1]
+							j := 0
+							for ; j+4 <= n; j += 4 {
+								s4 := src[2*j : 2*j+7]
+								d4 := d[j : j+4]
+								d4[0], d4[1], d4[2], d4[3] = s4[0], s4[2], s4[4], s4[6]
+							}
+							for ; j < n; j++ {
+								d[j] = src[2*j]
+							}
+						default:
+							src := xc[ix : ix+sw*(n-1)+1]
+							for j := range d {
+								d[j] = src[sw*j]
+							}
+						}
+						ix += rowStep
+					}
+				}
+			}
+		}
+	}
+}
+
+// convCol2im adds the (cs·KH·KW)×(nc·P) column matrix col back into the
+// input-shaped dx (the adjoint of convIm2col): every entry is added to the
+// input element it was read from; padding entries are dropped.
+func convCol2im(s ConvShape, col []float32, n0, nc, g, c0, cs int, dx []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	p := oh * ow
+	cg := s.InC / s.Groups
+	hw := s.InH * s.InW
+	ld := nc * p
+	for c := 0; c < cs; c++ {
+		ci := g*cg + c0 + c
+		for kh := 0; kh < s.KH; kh++ {
+			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+			for kw := 0; kw < s.KW; kw++ {
+				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+				row := col[((c*s.KH+kh)*s.KW+kw)*ld:]
+				for i := 0; i < nc; i++ {
+					xc := dx[((n0+i)*s.InC+ci)*hw : ((n0+i)*s.InC+ci+1)*hw]
+					src := row[i*p : (i+1)*p]
+					for y := yLo; y < yHi; y++ {
+						d := src[y*ow+xLo : y*ow+xHi]
+						dst := xc[(y*s.StrideH-s.PadH+kh)*s.InW:]
+						if s.StrideW == 1 {
+							dst = dst[xLo-s.PadW+kw:]
+							dst = dst[:len(d)]
+							for j, v := range d {
+								dst[j] += v
+							}
+							continue
+						}
+						ix := xLo*s.StrideW - s.PadW + kw
+						for _, v := range d {
+							dst[ix] += v
+							ix += s.StrideW
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// convGemmForward is the im2col + GEMM forward pass (see convPlan).
+func convGemmForward(s ConvShape, y, x, w, bias, work []float32) {
+	p := s.OutH() * s.OutW()
+	cg, og := s.InC/s.Groups, s.OutC/s.Groups
+	khw := s.KH * s.KW
+	k := cg * khw
+	nb, cs := s.convPlan()
+	colLen := cs * khw * nb * p
+	for n0 := 0; n0 < s.Batch; n0 += nb {
+		nc := min(nb, s.Batch-n0)
+		ld := nc * p
+		for g := 0; g < s.Groups; g++ {
+			// C: y itself for a chunk of one image, else scratch.
+			out, ldc := work[colLen:colLen+og*ld], ld
+			if nc == 1 {
+				out, ldc = y[(n0*s.OutC+g*og)*p:(n0*s.OutC+(g+1)*og)*p], p
+			}
+			for c0 := 0; c0 < cg; c0 += cs {
+				ns := min(cs, cg-c0)
+				col := work[:ns*khw*ld]
+				convIm2col(s, x, n0, nc, g, c0, ns, col)
+				var beta float32
+				if c0 > 0 {
+					beta = 1
+				}
+				cur.sgemm(false, false, og, ld, ns*khw, 1, w[g*og*k+c0*khw:], k, col, ld, beta, out, ldc)
+			}
+			if nc == 1 {
+				if bias != nil {
+					for o := 0; o < og; o++ {
+						b := bias[g*og+o]
+						row := out[o*p : (o+1)*p]
+						for j := range row {
+							row[j] += b
+						}
+					}
+				}
+				continue
+			}
+			for i := 0; i < nc; i++ {
+				for o := 0; o < og; o++ {
+					src := out[o*ld+i*p : o*ld+(i+1)*p]
+					dst := y[((n0+i)*s.OutC+g*og+o)*p : ((n0+i)*s.OutC+g*og+o+1)*p]
+					if bias == nil {
+						copy(dst, src)
+						continue
+					}
+					b := bias[g*og+o]
+					for j, v := range src {
+						dst[j] = v + b
+					}
+				}
+			}
+		}
+	}
+}
+
+// convDyMatrix returns dY of images n0 … n0+nc−1, group g, as an
+// og×(nc·P) matrix with row stride nc·P: dy itself for one image, else a
+// copy gathered into t.
+func convDyMatrix(s ConvShape, dy []float32, n0, nc, g int, t []float32) []float32 {
+	p := s.OutH() * s.OutW()
+	og := s.OutC / s.Groups
+	if nc == 1 {
+		return dy[(n0*s.OutC+g*og)*p : (n0*s.OutC+(g+1)*og)*p]
+	}
+	ld := nc * p
+	for i := 0; i < nc; i++ {
+		for o := 0; o < og; o++ {
+			copy(t[o*ld+i*p:o*ld+(i+1)*p], dy[((n0+i)*s.OutC+g*og+o)*p:])
+		}
+	}
+	return t[:og*ld]
+}
+
+// convGemmBackwardData: per chunk, group and slab, dcol = W_g[:, slab]ᵀ·dY_g
+// ((cs·KH·KW)×(nc·P)), then col2im into dx.
+func convGemmBackwardData(s ConvShape, dx, dy, w, work []float32) {
+	p := s.OutH() * s.OutW()
+	cg, og := s.InC/s.Groups, s.OutC/s.Groups
+	khw := s.KH * s.KW
+	k := cg * khw
+	nb, cs := s.convPlan()
+	colLen := cs * khw * nb * p
+	clear(dx[:s.XLen()])
+	for n0 := 0; n0 < s.Batch; n0 += nb {
+		nc := min(nb, s.Batch-n0)
+		ld := nc * p
+		for g := 0; g < s.Groups; g++ {
+			t := convDyMatrix(s, dy, n0, nc, g, work[colLen:])
+			for c0 := 0; c0 < cg; c0 += cs {
+				ns := min(cs, cg-c0)
+				col := work[:ns*khw*ld]
+				cur.sgemm(true, false, ns*khw, ld, og, 1, w[g*og*k+c0*khw:], k, t, ld, 0, col, ld)
+				convCol2im(s, col, n0, nc, g, c0, ns, dx)
+			}
+		}
+	}
+}
+
+// convGemmBackwardFilter: per chunk, group and slab,
+// dW_g[:, slab] += dY_g·colᵀ.
+func convGemmBackwardFilter(s ConvShape, dw, x, dy, work []float32) {
+	p := s.OutH() * s.OutW()
+	cg, og := s.InC/s.Groups, s.OutC/s.Groups
+	khw := s.KH * s.KW
+	k := cg * khw
+	nb, cs := s.convPlan()
+	colLen := cs * khw * nb * p
+	for n0 := 0; n0 < s.Batch; n0 += nb {
+		nc := min(nb, s.Batch-n0)
+		ld := nc * p
+		for g := 0; g < s.Groups; g++ {
+			t := convDyMatrix(s, dy, n0, nc, g, work[colLen:])
+			for c0 := 0; c0 < cg; c0 += cs {
+				ns := min(cs, cg-c0)
+				col := work[:ns*khw*ld]
+				convIm2col(s, x, n0, nc, g, c0, ns, col)
+				cur.sgemm(false, true, og, ns*khw, ld, 1, t, ld, col, ld, 1, dw[g*og*k+c0*khw:], k)
+			}
+		}
+	}
+}
+
+// Depthwise direct loops (InC = OutC = Groups): channel c of every image
+// is convolved with its own KH×KW filter. The inner loop runs along an
+// output row over the valid range computed by convRange, so it has no
+// bounds tests on the padding.
+
+func convDepthwiseForward(s ConvShape, y, x, w, bias []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	hw := s.InH * s.InW
+	for n := 0; n < s.Batch; n++ {
+		for c := 0; c < s.InC; c++ {
+			xc := x[(n*s.InC+c)*hw : (n*s.InC+c+1)*hw]
+			yc := y[(n*s.InC+c)*oh*ow : (n*s.InC+c+1)*oh*ow]
+			wc := w[c*s.KH*s.KW : (c+1)*s.KH*s.KW]
+			var b float32
+			if bias != nil {
+				b = bias[c]
+			}
+			if s.convWholeImage() {
+				// y[n,c] = bias[c] + x[n,c,:]·w[c,:]
+				// Four partial sums break the add latency chain.
+				var a0, a1, a2, a3 float32
+				wc = wc[:hw]
+				j := 0
+				for ; j+4 <= hw; j += 4 {
+					a0 += xc[j] * wc[j]
+					a1 += xc[j+1] * wc[j+1]
+					a2 += xc[j+2] * wc[j+2]
+					a3 += xc[j+3] * wc[j+3]
+				}
+				for ; j < hw; j++ {
+					a0 += xc[j] * wc[j]
+				}
+				yc[0] = b + (a0 + a1) + (a2 + a3)
+				continue
+			}
+			for i := range yc {
+				yc[i] = b
+			}
+			for kh := 0; kh < s.KH; kh++ {
+				yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+				for kw := 0; kw < s.KW; kw++ {
+					xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+					wv := wc[kh*s.KW+kw]
+					for yo := yLo; yo < yHi; yo++ {
+						src := xc[(yo*s.StrideH-s.PadH+kh)*s.InW:]
+						dst := yc[yo*ow+xLo : yo*ow+xHi]
+						ix := xLo*s.StrideW - s.PadW + kw
+						if s.StrideW == 1 {
+							src = src[ix : ix+len(dst)]
+							for j, v := range src {
+								dst[j] += wv * v
+							}
+							continue
+						}
+						for j := range dst {
+							dst[j] += wv * src[ix]
+							ix += s.StrideW
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// convWholeImage reports a kernel covering the whole unpadded image
+// (output 1×1, every tap valid), the deep model's last layer.
+func (s ConvShape) convWholeImage() bool {
+	return s.KH == s.InH && s.KW == s.InW && s.PadH == 0 && s.PadW == 0
+}
+
+func convDepthwiseBackwardData(s ConvShape, dx, dy, w []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	hw := s.InH * s.InW
+	if s.convWholeImage() {
+		// dx[n,c,:] = dy[n,c]·w[c,:]
+		for n := 0; n < s.Batch; n++ {
+			for c := 0; c < s.InC; c++ {
+				d := dy[n*s.InC+c]
+				dst := dx[(n*s.InC+c)*hw : (n*s.InC+c+1)*hw]
+				for j, v := range w[c*hw : (c+1)*hw] {
+					dst[j] = d * v
+				}
+			}
+		}
+		return
+	}
+	clear(dx[:s.XLen()])
+	for n := 0; n < s.Batch; n++ {
+		for c := 0; c < s.InC; c++ {
+			xc := dx[(n*s.InC+c)*hw : (n*s.InC+c+1)*hw]
+			yc := dy[(n*s.InC+c)*oh*ow : (n*s.InC+c+1)*oh*ow]
+			wc := w[c*s.KH*s.KW : (c+1)*s.KH*s.KW]
+			for kh := 0; kh < s.KH; kh++ {
+				yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+				for kw := 0; kw < s.KW; kw++ {
+					xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+					wv := wc[kh*s.KW+kw]
+					for yo := yLo; yo < yHi; yo++ {
+						dst := xc[(yo*s.StrideH-s.PadH+kh)*s.InW:]
+						src := yc[yo*ow+xLo : yo*ow+xHi]
+						ix := xLo*s.StrideW - s.PadW + kw
+						if s.StrideW == 1 {
+							dst = dst[ix : ix+len(src)]
+							for j, v := range src {
+								dst[j] += wv * v
+							}
+							continue
+						}
+						for _, v := range src {
+							dst[ix] += wv * v
+							ix += s.StrideW
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func convDepthwiseBackwardFilter(s ConvShape, dw, x, dy []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	hw := s.InH * s.InW
+	if s.convWholeImage() {
+		// dw[c,:] += Σ_n dy[n,c]·x[n,c,:]
+		for c := 0; c < s.InC; c++ {
+			dst := dw[c*hw : (c+1)*hw]
+			for n := 0; n < s.Batch; n++ {
+				d := dy[n*s.InC+c]
+				for j, v := range x[(n*s.InC+c)*hw : (n*s.InC+c+1)*hw] {
+					dst[j] += d * v
+				}
+			}
+		}
+		return
+	}
+	for c := 0; c < s.InC; c++ {
+		wc := dw[c*s.KH*s.KW : (c+1)*s.KH*s.KW]
+		for kh := 0; kh < s.KH; kh++ {
+			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+			for kw := 0; kw < s.KW; kw++ {
+				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+				var acc float32
+				for n := 0; n < s.Batch; n++ {
+					xc := x[(n*s.InC+c)*hw : (n*s.InC+c+1)*hw]
+					yc := dy[(n*s.InC+c)*oh*ow : (n*s.InC+c+1)*oh*ow]
+					for yo := yLo; yo < yHi; yo++ {
+						src := xc[(yo*s.StrideH-s.PadH+kh)*s.InW:]
+						g := yc[yo*ow+xLo : yo*ow+xHi]
+						ix := xLo*s.StrideW - s.PadW + kw
+						if s.StrideW == 1 {
+							src = src[ix : ix+len(g)]
+							for j, v := range src {
+								acc += g[j] * v
+							}
+							continue
+						}
+						for _, v := range g {
+							acc += v * src[ix]
+							ix += s.StrideW
+						}
+					}
+				}
+				wc[kh*s.KW+kw] += acc
+			}
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// convBenchShapes are the convolutions of the two models at batch 32:
+// Sabour's conv1 and primary capsules (28×28 MNIST), and the deep model's
+// backbone on 40×40 inputs (n·d = 128).
+var convBenchShapes = []struct {
+	name string
+	s    ConvShape
+}{
+	{"sabour-conv1", ConvShape{Batch: 32, InC: 1, InH: 28, InW: 28, OutC: 256, KH: 9, KW: 9, StrideH: 1, StrideW: 1, Groups: 1}},
+	{"sabour-prim", ConvShape{Batch: 32, InC: 256, InH: 20, InW: 20, OutC: 256, KH: 9, KW: 9, StrideH: 2, StrideW: 2, Groups: 1}},
+	{"deep-c1", ConvShape{Batch: 32, InC: 1, InH: 40, InW: 40, OutC: 32, KH: 7, KW: 7, StrideH: 1, StrideW: 1, Groups: 1}},
+	{"deep-c2", ConvShape{Batch: 32, InC: 32, InH: 34, InW: 34, OutC: 64, KH: 3, KW: 3, StrideH: 1, StrideW: 1, Groups: 1}},
+	{"deep-c3", ConvShape{Batch: 32, InC: 64, InH: 32, InW: 32, OutC: 64, KH: 3, KW: 3, StrideH: 2, StrideW: 2, Groups: 1}},
+	{"deep-c4", ConvShape{Batch: 32, InC: 64, InH: 15, InW: 15, OutC: 128, KH: 3, KW: 3, StrideH: 2, StrideW: 2, Groups: 1}},
+	{"deep-dw", ConvShape{Batch: 32, InC: 128, InH: 7, InW: 7, OutC: 128, KH: 7, KW: 7, StrideH: 1, StrideW: 1, Groups: 128}},
+}
+
+// benchConv runs one pass (0 forward, 1 backward data, 2 backward filter)
+// of every benchmark shape on every implementation. The reference GEMM is
+// skipped with -short (a primary-capsules pass takes seconds on it).
+func benchConv(b *testing.B, pass int) {
+	prev := Impl()
+	defer func() { _ = Use(prev) }()
+	for _, bs := range convBenchShapes {
+		s := bs.s
+		rng := rand.New(rand.NewPCG(1, 1))
+		x, w, bias := convRand(rng, s.XLen(), 0), convRand(rng, s.WLen(), 0), convRand(rng, s.OutC, 0)
+		y := convRand(rng, s.YLen(), 0)
+		dx, dw, db := make([]float32, s.XLen()), make([]float32, s.WLen()), make([]float32, s.OutC)
+		work := make([]float32, s.WorkSize())
+		for _, impl := range Available() {
+			if impl == "ref" && testing.Short() && !s.convDirect() {
+				continue
+			}
+			b.Run(bs.name+"/impl="+impl, func(b *testing.B) {
+				if err := Use(impl); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				var err error
+				for b.Loop() {
+					switch pass {
+					case 0:
+						err = ConvForward(s, y, x, w, bias, work)
+					case 1:
+						err = ConvBackwardData(s, dx, y, w, work)
+					default:
+						err = ConvBackwardFilter(s, dw, db, x, y, work)
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+func BenchmarkConvForward(b *testing.B)        { benchConv(b, 0) }
+func BenchmarkConvBackwardData(b *testing.B)   { benchConv(b, 1) }
+func BenchmarkConvBackwardFilter(b *testing.B) { benchConv(b, 2) }

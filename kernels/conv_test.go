@@ -1,0 +1,423 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// convEps32 is the float32 machine epsilon 2⁻²³.
+const convEps32 = 1.0 / (1 << 23)
+
+// convEachImpl runs f once per available implementation, selected with Use,
+// and restores the previous implementation afterwards.
+func convEachImpl(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	prev := Impl()
+	defer func() {
+		if err := Use(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for _, name := range Available() {
+		if err := Use(name); err != nil {
+			t.Fatal(err)
+		}
+		t.Run("impl="+name, f)
+	}
+}
+
+// convRand returns n uniform values in [-1, 1) starting at offset off of a
+// larger backing array (to exercise unaligned starts).
+func convRand(rng *rand.Rand, n, off int) []float32 {
+	b := make([]float32, n+off)
+	for i := range b {
+		b[i] = float32(rng.Float64()*2 - 1)
+	}
+	return b[off : off+n]
+}
+
+func convNaN(n, off int) []float32 {
+	b := make([]float32, n+off)
+	for i := range b {
+		b[i] = float32(math.NaN())
+	}
+	return b[off : off+n]
+}
+
+func convAbs(x []float32) []float32 {
+	a := make([]float32, len(x))
+	for i, v := range x {
+		a[i] = float32(math.Abs(float64(v)))
+	}
+	return a
+}
+
+// randConvShape draws a valid shape with strides 1-3, paddings 0-2, groups
+// 1, 2 or depthwise, kernels 1-5, odd and even image sizes and batch 1-3.
+func randConvShape(rng *rand.Rand) ConvShape {
+	var s ConvShape
+	s.Batch = 1 + rng.IntN(3)
+	s.StrideH, s.StrideW = 1+rng.IntN(3), 1+rng.IntN(3)
+	s.PadH, s.PadW = rng.IntN(3), rng.IntN(3)
+	s.KH, s.KW = 1+rng.IntN(5), 1+rng.IntN(5)
+	s.InH = max(1, s.KH-2*s.PadH+rng.IntN(9))
+	s.InW = max(1, s.KW-2*s.PadW+rng.IntN(9))
+	switch rng.IntN(3) {
+	case 0:
+		s.Groups = 1
+		s.InC, s.OutC = 1+rng.IntN(5), 1+rng.IntN(6)
+	case 1:
+		s.Groups = 2
+		s.InC, s.OutC = 2*(1+rng.IntN(3)), 2*(1+rng.IntN(3))
+	default:
+		s.Groups = 1 + rng.IntN(5)
+		s.InC, s.OutC = s.Groups, s.Groups
+	}
+	return s
+}
+
+// fixedConvShapes are shapes the random sweep may miss: whole-image
+// depthwise kernel (the deep model's last layer), several GEMM chunks with a
+// partial last chunk (P = 225 gives chunks of 3 images; batch 4 = 3 + 1),
+// 1×1 kernels, and a kernel equal to the padded input.
+var fixedConvShapes = []ConvShape{
+	{Batch: 2, InC: 5, InH: 7, InW: 7, OutC: 5, KH: 7, KW: 7, StrideH: 1, StrideW: 1, Groups: 5},
+	{Batch: 4, InC: 3, InH: 16, InW: 16, OutC: 4, KH: 2, KW: 2, StrideH: 1, StrideW: 1, Groups: 1},
+	{Batch: 5, InC: 4, InH: 16, InW: 16, OutC: 6, KH: 2, KW: 2, StrideH: 1, StrideW: 1, Groups: 2},
+	{Batch: 3, InC: 3, InH: 5, InW: 4, OutC: 2, KH: 1, KW: 1, StrideH: 1, StrideW: 1, Groups: 1},
+	{Batch: 1, InC: 2, InH: 3, InW: 2, OutC: 3, KH: 5, KW: 4, StrideH: 2, StrideW: 3, PadH: 1, PadW: 1, Groups: 1},
+	{Batch: 3, InC: 4, InH: 9, InW: 8, OutC: 4, KH: 3, KW: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2, Groups: 4},
+	{Batch: 2, InC: 6, InH: 12, InW: 12, OutC: 8, KH: 9, KW: 9, StrideH: 2, StrideW: 2, Groups: 1},
+}
+
+// convCheckClose compares got with want element by element. The tolerance is
+// 2·convEps32·(L+2)·abs[i], where abs[i] is Σ|terms| of element i (the same
+// reference run on absolute values) and L the reduction length: the
+// classical bound for a float32 sum of L products in any order (blocked,
+// FMA or pairwise) is (L−1)·u·Σ|terms| with u = convEps32/2, plus one rounding
+// for the product and one for the final store or accumulation. The float64
+// reference contributes nothing at this scale. A wrong index or a missed tap
+// changes an element by one whole term, far above this bound.
+func convCheckClose(t *testing.T, what string, got, want, abs []float32, l int) {
+	t.Helper()
+	bad := 0
+	for i := range want {
+		tol := 2 * convEps32 * float64(l+2) * float64(abs[i])
+		if d := math.Abs(float64(got[i]) - float64(want[i])); !(d <= tol) {
+			if bad < 5 {
+				t.Errorf("%s[%d] = %g, want %g (|diff| %.3g > tol %.3g)", what, i, got[i], want[i], d, tol)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d elements out of tolerance", what, bad, len(want))
+	}
+}
+
+func convTestShapes() []ConvShape {
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := 120
+	if testing.Short() || runtime.GOARCH == "arm64" {
+		n = 30
+	}
+	shapes := append([]ConvShape(nil), fixedConvShapes...)
+	for range n {
+		s := randConvShape(rng)
+		if s.Validate() != nil {
+			panic(fmt.Sprintf("randConvShape drew an invalid shape %+v: %v", s, s.Validate()))
+		}
+		shapes = append(shapes, s)
+	}
+	return shapes
+}
+
+func TestConvVsRef(t *testing.T) {
+	t.Run("plan=default", testConvVsRef)
+	// Tiny chunks and one-channel slabs: several chunks with a partial last
+	// one, and beta = 1 accumulation over slabs, on small shapes.
+	defer func(c, f int) { convTargetCols, convMaxColFloats = c, f }(convTargetCols, convMaxColFloats)
+	convTargetCols, convMaxColFloats = 40, 1
+	t.Run("plan=tiny", testConvVsRef)
+}
+
+func testConvVsRef(t *testing.T) {
+	shapes := convTestShapes()
+	convEachImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for si, s := range shapes {
+			off := si % 4
+			x := convRand(rng, s.XLen(), off)
+			w := convRand(rng, s.WLen(), (off+1)%4)
+			bias := convRand(rng, s.OutC, (off+2)%4)
+			dy := convRand(rng, s.YLen(), (off+3)%4)
+			work := convNaN(s.WorkSize(), off)
+			name := fmt.Sprintf("shape %d %+v", si, s)
+			cg, og := s.InC/s.Groups, s.OutC/s.Groups
+
+			// Forward (output overwritten: prefilled with NaN; bias
+			// alternately present and absent).
+			b := bias
+			if si%3 == 2 {
+				b = nil
+			}
+			y := convNaN(s.YLen(), off)
+			if err := ConvForward(s, y, x, w, b, work); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			want := make([]float32, s.YLen())
+			convRef(s, want, x, w, b)
+			abs := make([]float32, s.YLen())
+			var absB []float32
+			if b != nil {
+				absB = convAbs(b)
+			}
+			convRef(s, abs, convAbs(x), convAbs(w), absB)
+			convCheckClose(t, name+" y", y, want, abs, cg*s.KH*s.KW+1)
+
+			// Backward data (dx overwritten).
+			dx := convNaN(s.XLen(), off)
+			for i := range work {
+				work[i] = float32(math.NaN())
+			}
+			if err := ConvBackwardData(s, dx, dy, w, work); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			wantDx := make([]float32, s.XLen())
+			convBackwardDataRef(s, wantDx, dy, w)
+			absDx := make([]float32, s.XLen())
+			convBackwardDataRef(s, absDx, convAbs(dy), convAbs(w))
+			convCheckClose(t, name+" dx", dx, wantDx, absDx, og*s.KH*s.KW)
+
+			// Backward filter (accumulating into non-zero dw, dbias).
+			dw := convRand(rng, s.WLen(), off)
+			db := convRand(rng, s.OutC, off)
+			wantDw := append([]float32(nil), dw...)
+			wantDb := append([]float32(nil), db...)
+			absDw, absDb := convAbs(dw), convAbs(db)
+			for i := range work {
+				work[i] = float32(math.NaN())
+			}
+			if err := ConvBackwardFilter(s, dw, db, x, dy, work); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			convBackwardFilterRef(s, wantDw, wantDb, x, dy)
+			convBackwardFilterRef(s, absDw, absDb, convAbs(x), convAbs(dy))
+			l := s.Batch * s.OutH() * s.OutW()
+			convCheckClose(t, name+" dw", dw, wantDw, absDw, l+1)
+			convCheckClose(t, name+" dbias", db, wantDb, absDb, l+1)
+
+			// dbias nil leaves the weight gradient unchanged.
+			dw2 := convRand(rng, s.WLen(), 0)
+			want2 := append([]float32(nil), dw2...)
+			abs2 := convAbs(dw2)
+			if err := ConvBackwardFilter(s, dw2, nil, x, dy, work); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			convBackwardFilterRef(s, want2, nil, x, dy)
+			convBackwardFilterRef(s, abs2, nil, convAbs(x), convAbs(dy))
+			convCheckClose(t, name+" dw (nil dbias)", dw2, want2, abs2, l+1)
+			if t.Failed() {
+				return
+			}
+		}
+	})
+}
+
+// convDot64 returns Σ a[i]·b[i] in float64.
+func convDot64(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func convAbsDot64(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += math.Abs(float64(a[i]) * float64(b[i]))
+	}
+	return s
+}
+
+// TestConvRefFiniteDifference checks that the reference backward passes are
+// the derivatives of the reference forward pass: with L = <R, y(x, w, b)>
+// and a random direction δ, (L(p+δ) − L(p−δ))/2 must equal <∂L/∂p, δ>.
+// The convolution is linear in each argument, so the central difference is
+// exact in real arithmetic for any step (step 1 is used); what remains is
+// the float32 rounding of y, at most convEps32·Σ|R·y| per evaluation.
+func TestConvRefFiniteDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := append([]ConvShape(nil), fixedConvShapes...)
+	for range 40 {
+		shapes = append(shapes, randConvShape(rng))
+	}
+	for si, s := range shapes {
+		name := fmt.Sprintf("shape %d %+v", si, s)
+		x := convRand(rng, s.XLen(), 0)
+		w := convRand(rng, s.WLen(), 0)
+		bias := convRand(rng, s.OutC, 0)
+		r := convRand(rng, s.YLen(), 0)
+		y := make([]float32, s.YLen())
+		loss := func(x, w, bias []float32) (l, scale float64) {
+			convRef(s, y, x, w, bias)
+			return convDot64(r, y), convAbsDot64(r, y)
+		}
+		dx := make([]float32, s.XLen())
+		convBackwardDataRef(s, dx, r, w)
+		dw := make([]float32, s.WLen())
+		db := make([]float32, s.OutC)
+		convBackwardFilterRef(s, dw, db, x, r)
+
+		plusMinus := func(p, d []float32, sign float32) []float32 {
+			q := make([]float32, len(p))
+			for i := range p {
+				q[i] = p[i] + sign*d[i]
+			}
+			return q
+		}
+		check := func(what string, grad, dir []float32, lp, sp, lm, sm float64) {
+			fd := (lp - lm) / 2
+			an := convDot64(grad, dir)
+			tol := 4*convEps32*(sp+sm) + 1e-6*math.Abs(an)
+			if math.Abs(fd-an) > tol {
+				t.Errorf("%s: d/d%s: finite difference %g, backward %g (tol %g)", name, what, fd, an, tol)
+			}
+		}
+		d := convRand(rng, len(x), 0)
+		lp, sp := loss(plusMinus(x, d, 1), w, bias)
+		lm, sm := loss(plusMinus(x, d, -1), w, bias)
+		check("x", dx, d, lp, sp, lm, sm)
+		d = convRand(rng, len(w), 0)
+		lp, sp = loss(x, plusMinus(w, d, 1), bias)
+		lm, sm = loss(x, plusMinus(w, d, -1), bias)
+		check("w", dw, d, lp, sp, lm, sm)
+		d = convRand(rng, len(bias), 0)
+		lp, sp = loss(x, w, plusMinus(bias, d, 1))
+		lm, sm = loss(x, w, plusMinus(bias, d, -1))
+		check("bias", db, d, lp, sp, lm, sm)
+	}
+}
+
+func TestConvShapeErrors(t *testing.T) {
+	good := ConvShape{Batch: 2, InC: 4, InH: 6, InW: 5, OutC: 6, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 0, Groups: 2}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good shape: %v", err)
+	}
+	if good.OutH() != 6 || good.OutW() != 2 {
+		t.Fatalf("OutH, OutW = %d, %d; want 6, 2", good.OutH(), good.OutW())
+	}
+	edge := ConvShape{Batch: 1, InC: 1, InH: 1, InW: 1, OutC: 1, KH: 3, KW: 5, StrideH: 1, StrideW: 1, PadH: 1, PadW: 2, Groups: 1}
+	if err := edge.Validate(); err != nil || edge.OutH() != 1 || edge.OutW() != 1 {
+		t.Fatalf("kernel equal to padded input: err %v, out %d×%d", err, edge.OutH(), edge.OutW())
+	}
+	cases := []struct {
+		field string
+		mod   func(*ConvShape)
+	}{
+		{"Batch", func(s *ConvShape) { s.Batch = -1 }},
+		{"InC", func(s *ConvShape) { s.InC = 0 }},
+		{"InH", func(s *ConvShape) { s.InH = -3 }},
+		{"InW", func(s *ConvShape) { s.InW = 0 }},
+		{"OutC", func(s *ConvShape) { s.OutC = 0 }},
+		{"KH", func(s *ConvShape) { s.KH = 0 }},
+		{"KW", func(s *ConvShape) { s.KW = -1 }},
+		{"StrideH", func(s *ConvShape) { s.StrideH = 0 }},
+		{"StrideW", func(s *ConvShape) { s.StrideW = -2 }},
+		{"PadH", func(s *ConvShape) { s.PadH = -1 }},
+		{"PadW", func(s *ConvShape) { s.PadW = -1 }},
+		{"Groups", func(s *ConvShape) { s.Groups = 0 }},
+		{"InC=5", func(s *ConvShape) { s.InC = 5 }},
+		{"OutC=7", func(s *ConvShape) { s.OutC = 7 }},
+		{"KH=9", func(s *ConvShape) { s.KH = 9 }},
+		{"KW=6", func(s *ConvShape) { s.KW = 6 }},
+	}
+	for _, c := range cases {
+		s := good
+		c.mod(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: Validate() = %v, want an error naming %s", c.field, err, c.field)
+			continue
+		}
+		big := make([]float32, 1<<12)
+		if err := ConvForward(s, big, big, big, nil, big); err == nil {
+			t.Errorf("%s: ConvForward accepted the bad shape", c.field)
+		}
+		if err := ConvBackwardData(s, big, big, big, big); err == nil {
+			t.Errorf("%s: ConvBackwardData accepted the bad shape", c.field)
+		}
+		if err := ConvBackwardFilter(s, big, nil, big, big, big); err == nil {
+			t.Errorf("%s: ConvBackwardFilter accepted the bad shape", c.field)
+		}
+	}
+
+	// Short slices, each in turn.
+	s := good
+	x, y, w, b := make([]float32, s.XLen()), make([]float32, s.YLen()), make([]float32, s.WLen()), make([]float32, s.OutC)
+	work := make([]float32, s.WorkSize())
+	if s.WorkSize() == 0 {
+		t.Fatal("GEMM-path shape has WorkSize 0")
+	}
+	if err := ConvForward(s, y, x, w, b, work); err != nil {
+		t.Fatalf("good call: %v", err)
+	}
+	short := func(v []float32) []float32 { return v[:len(v)-1] }
+	for i, err := range []error{
+		ConvForward(s, short(y), x, w, b, work),
+		ConvForward(s, y, short(x), w, b, work),
+		ConvForward(s, y, x, short(w), b, work),
+		ConvForward(s, y, x, w, short(b), work),
+		ConvForward(s, y, x, w, b, short(work)),
+		ConvBackwardData(s, short(x), y, w, work),
+		ConvBackwardData(s, x, short(y), w, work),
+		ConvBackwardData(s, x, y, short(w), work),
+		ConvBackwardData(s, x, y, w, short(work)),
+		ConvBackwardFilter(s, short(w), b, x, y, work),
+		ConvBackwardFilter(s, w, short(b), x, y, work),
+		ConvBackwardFilter(s, w, b, short(x), y, work),
+		ConvBackwardFilter(s, w, b, x, short(y), work),
+		ConvBackwardFilter(s, w, b, x, y, short(work)),
+	} {
+		if err == nil {
+			t.Errorf("short-slice case %d: no error", i)
+		}
+	}
+	// Batch 0 is a valid no-op.
+	s.Batch = 0
+	if err := ConvForward(s, nil, nil, w, nil, nil); err != nil {
+		t.Errorf("batch 0: %v", err)
+	}
+}
+
+func TestConvAllocs(t *testing.T) {
+	shapes := []ConvShape{
+		fixedConvShapes[0], // depthwise direct
+		fixedConvShapes[2], // GEMM, chunked, groups
+		{Batch: 1, InC: 3, InH: 8, InW: 8, OutC: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1},
+	}
+	convEachImpl(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, s := range shapes {
+			x, w, b := convRand(rng, s.XLen(), 0), convRand(rng, s.WLen(), 0), convRand(rng, s.OutC, 0)
+			y, dy := convRand(rng, s.YLen(), 0), convRand(rng, s.YLen(), 0)
+			dx, dw, db := make([]float32, s.XLen()), make([]float32, s.WLen()), make([]float32, s.OutC)
+			work := make([]float32, s.WorkSize())
+			var err error
+			for what, f := range map[string]func(){
+				"ConvForward":        func() { err = ConvForward(s, y, x, w, b, work) },
+				"ConvBackwardData":   func() { err = ConvBackwardData(s, dx, dy, w, work) },
+				"ConvBackwardFilter": func() { err = ConvBackwardFilter(s, dw, db, x, dy, work) },
+			} {
+				if a := testing.AllocsPerRun(5, f); a != 0 || err != nil {
+					t.Errorf("%s %+v: %v allocations per call, err %v", what, s, a, err)
+				}
+			}
+		}
+	})
+}

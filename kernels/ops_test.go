@@ -1,0 +1,678 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+)
+
+// Tolerances. Every implementation is compared with the pure-Go reference,
+// not with exact arithmetic, so a bound must cover the error of both.
+//
+// Reductions (gemvN, gemvT, mulAddRows, the dot products of softmaxColsGrad
+// and squashGrad): a float32 sum of K products, in any order, with or
+// without FMA, is within γ_K·Σ|terms| of the exact sum, γ_K ≈ K·u with
+// u = 2⁻²⁴ the unit roundoff (Higham, Accuracy and Stability, §3.1). Ref and
+// SIMD each obey it, so |simd − ref| ≤ 2·K·u·Σ|terms| = K·eps32·Σ|terms|.
+// We allow 2·(K+1)·eps32·Σ|terms| (K+1 counts the initial y value as a term;
+// the factor 2 is slack for the few extra roundings of the epilogue).
+//
+// exp-based results (softmaxCols, squash, squashGrad): relative
+// expRel = 32·eps32 ≈ 3.8e-6 (16 ulp: the vectorised exp polynomials are
+// ~2 ulp, plus a handful of correctly rounded divisions/sqrt), plus the
+// reduction term above for the sums over rows or capsule components. Where
+// the reference itself cancels catastrophically (Mazzia's 1 − exp(−n) for
+// tiny capsules) the absolute error of a few ulp of exp(−n) is added,
+// divided by the powers of n it is scaled by; see checkSquash.
+const (
+	unitRound = 1.0 / (1 << 24) // u, float32 unit roundoff
+	eps32     = 1.0 / (1 << 23) // float32 machine epsilon, 2u
+	expRel    = 32 * eps32      // relative slack for exp-based results
+	tinyAbs   = 1e-37           // absolute floor: below the smallest normal float32 (1.18e-38) exp may flush to 0
+)
+
+// opsTestSizes are the rows/cols every primitive is swept over: 0 and 1,
+// tails around the 4-, 8- and 16-lane vector widths, and the paper's 1152.
+var opsTestSizes = []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1152}
+
+// opsTestSmall reports whether to use a smaller sweep (arm64 runs under qemu).
+func opsTestSmall() bool { return runtime.GOARCH == "arm64" || testing.Short() }
+
+// opsShapes returns the (rows, cols) pairs of the sweep.
+func opsShapes() [][2]int {
+	limit := 1 << 30
+	if opsTestSmall() {
+		limit = 20000
+	}
+	var out [][2]int
+	for _, r := range opsTestSizes {
+		for _, c := range opsTestSizes {
+			if r*c <= limit {
+				out = append(out, [2]int{r, c})
+			}
+		}
+	}
+	return out
+}
+
+// forEachImpl runs f as a subtest for every available implementation, with
+// that implementation selected, and restores the previous one afterwards.
+func forEachImpl(t *testing.T, f func(t *testing.T, o *ops)) {
+	prev := Impl()
+	defer func() {
+		if err := Use(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for _, name := range Available() {
+		t.Run("impl="+name, func(t *testing.T) {
+			if err := Use(name); err != nil {
+				t.Fatal(err)
+			}
+			f(t, cur)
+		})
+	}
+}
+
+// guardBits is a quiet NaN with a payload, written around and between the
+// data of every test buffer: reading it poisons a result, and writing over
+// it is detected.
+const guardBits = 0x7fc5a5a5
+
+// tbuf is a test buffer: its data starts at a random offset 0..3 of a larger
+// allocation (so SIMD code sees unaligned addresses) and is surrounded by
+// guard NaNs. For a matrix with a row stride larger than its width, the
+// padding between rows holds guards too.
+type tbuf struct {
+	all             []float32
+	off, n          int
+	rows, cols, ld  int
+	before, touched []float32
+}
+
+const tbufTail = 8 // guard elements after the data
+
+func newTMat(rng *rand.Rand, rows, cols, ld int, gen func(r, c int) float32) *tbuf {
+	n := 0 // (rows−1)·ld + cols: the reference slices every row, even empty ones
+	if rows > 0 {
+		n = (rows-1)*ld + cols
+	}
+	b := &tbuf{off: rng.IntN(4), n: n, rows: rows, cols: cols, ld: ld}
+	b.all = make([]float32, b.off+n+tbufTail)
+	g := math.Float32frombits(guardBits)
+	for i := range b.all {
+		b.all[i] = g
+	}
+	d := b.s()
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			d[r*ld+c] = gen(r, c)
+		}
+	}
+	b.before = append([]float32(nil), b.all...)
+	return b
+}
+
+func newTVec(rng *rand.Rand, n int, gen func(i int) float32) *tbuf {
+	return newTMat(rng, 1, n, n, func(_, c int) float32 { return gen(c) })
+}
+
+// s returns the data, with its capacity cut at its length.
+func (b *tbuf) s() []float32 { return b.all[b.off : b.off+b.n : b.off+b.n] }
+
+// inData reports whether index i of all is a data element.
+func (b *tbuf) inData(i int) bool {
+	i -= b.off
+	if i < 0 || i >= b.n {
+		return false
+	}
+	return i%b.ld < b.cols
+}
+
+// unchanged checks that a read-only buffer was not written at all.
+func (b *tbuf) unchanged(name string) error {
+	for i, v := range b.all {
+		if math.Float32bits(v) != math.Float32bits(b.before[i]) {
+			return fmt.Errorf("read-only %s modified at element %d (offset %d): %g → %g", name, i-b.off, b.off, b.before[i], v)
+		}
+	}
+	return nil
+}
+
+// guardsIntact checks that an output buffer was written only in its data.
+func (b *tbuf) guardsIntact(name string) error {
+	for i, v := range b.all {
+		if !b.inData(i) && math.Float32bits(v) != guardBits {
+			return fmt.Errorf("%s written outside its data at element %d (offset %d, rows %d cols %d ld %d): %g", name, i-b.off, b.off, b.rows, b.cols, b.ld, v)
+		}
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// within reports whether |got−want| ≤ tol (NaN in either fails).
+func within(got, want float32, tol float64) bool {
+	return math.Abs(float64(got)-float64(want)) <= tol
+}
+
+// mismatch describes a failed comparison; what is formatted from format and
+// args only here, off the hot path.
+func mismatch(got, want float32, tol float64, format string, args ...any) error {
+	return fmt.Errorf("%s = %g, ref %g, |diff| %.3g > tol %.3g", fmt.Sprintf(format, args...), got, want,
+		math.Abs(float64(got)-float64(want)), tol)
+}
+
+func uni(rng *rand.Rand) float32 { return float32(2*rng.Float64() - 1) }
+
+// pickLd returns a row stride: tight, or larger than the width.
+func pickLd(rng *rand.Rand, cols int) int {
+	return max(cols, 1) + []int{0, 0, 1, 3, 16}[rng.IntN(5)]
+}
+
+func checkGemvN(o *ops, rng *rand.Rand, m, n int) error {
+	lda := pickLd(rng, n)
+	A := newTMat(rng, m, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newTVec(rng, n, func(int) float32 { return uni(rng) })
+	y := newTVec(rng, m, func(int) float32 { return uni(rng) })
+	y0 := append([]float32(nil), y.s()...)
+	want := append([]float32(nil), y0...)
+	gemvNRef(m, n, A.s(), lda, x.s(), want)
+	o.gemvN(m, n, A.s(), lda, x.s(), y.s())
+	if err := firstErr(A.unchanged("a"), x.unchanged("x"), y.guardsIntact("y")); err != nil {
+		return fmt.Errorf("gemvN m=%d n=%d lda=%d: %w", m, n, lda, err)
+	}
+	a, xs, ys := A.s(), x.s(), y.s()
+	for r := 0; r < m; r++ {
+		sum := math.Abs(float64(y0[r]))
+		for c := 0; c < n; c++ {
+			sum += math.Abs(float64(a[r*lda+c]) * float64(xs[c]))
+		}
+		if tol := 2 * eps32 * float64(n+1) * sum; !within(ys[r], want[r], tol) {
+			return mismatch(ys[r], want[r], tol, "gemvN m=%d n=%d lda=%d: y[%d]", m, n, lda, r)
+		}
+	}
+	return nil
+}
+
+func checkGemvT(o *ops, rng *rand.Rand, m, n int) error {
+	lda := pickLd(rng, n)
+	A := newTMat(rng, m, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newTVec(rng, m, func(int) float32 { return uni(rng) })
+	y := newTVec(rng, n, func(int) float32 { return uni(rng) })
+	y0 := append([]float32(nil), y.s()...)
+	want := append([]float32(nil), y0...)
+	gemvTRef(m, n, A.s(), lda, x.s(), want)
+	o.gemvT(m, n, A.s(), lda, x.s(), y.s())
+	if err := firstErr(A.unchanged("a"), x.unchanged("x"), y.guardsIntact("y")); err != nil {
+		return fmt.Errorf("gemvT m=%d n=%d lda=%d: %w", m, n, lda, err)
+	}
+	a, xs, ys := A.s(), x.s(), y.s()
+	for c := 0; c < n; c++ {
+		sum := math.Abs(float64(y0[c]))
+		for r := 0; r < m; r++ {
+			sum += math.Abs(float64(a[r*lda+c]) * float64(xs[r]))
+		}
+		if tol := 2 * eps32 * float64(m+1) * sum; !within(ys[c], want[c], tol) {
+			return mismatch(ys[c], want[c], tol, "gemvT m=%d n=%d lda=%d: y[%d]", m, n, lda, c)
+		}
+	}
+	return nil
+}
+
+func checkGer(o *ops, rng *rand.Rand, m, n int) error {
+	lda := pickLd(rng, n)
+	A := newTMat(rng, m, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newTVec(rng, m, func(int) float32 { return uni(rng) })
+	y := newTVec(rng, n, func(int) float32 { return uni(rng) })
+	a0 := append([]float32(nil), A.s()...)
+	want := append([]float32(nil), a0...)
+	gerRef(m, n, x.s(), y.s(), want, lda)
+	o.ger(m, n, x.s(), y.s(), A.s(), lda)
+	if err := firstErr(x.unchanged("x"), y.unchanged("y"), A.guardsIntact("a")); err != nil {
+		return fmt.Errorf("ger m=%d n=%d lda=%d: %w", m, n, lda, err)
+	}
+	a, xs, ys := A.s(), x.s(), y.s()
+	for r := 0; r < m; r++ {
+		for c := 0; c < n; c++ {
+			i := r*lda + c
+			sum := math.Abs(float64(a0[i])) + math.Abs(float64(xs[r])*float64(ys[c]))
+			if tol := 2 * eps32 * 2 * sum; !within(a[i], want[i], tol) {
+				return mismatch(a[i], want[i], tol, "ger m=%d n=%d lda=%d: a[%d,%d]", m, n, lda, r, c)
+			}
+		}
+	}
+	return nil
+}
+
+func checkMulAddRows(o *ops, rng *rand.Rand, k, n int) error {
+	lda, ldx := pickLd(rng, n), pickLd(rng, n)
+	A := newTMat(rng, k, n, lda, func(int, int) float32 { return uni(rng) })
+	X := newTMat(rng, k, n, ldx, func(int, int) float32 { return uni(rng) })
+	y := newTVec(rng, n, func(int) float32 { return uni(rng) })
+	y0 := append([]float32(nil), y.s()...)
+	want := append([]float32(nil), y0...)
+	mulAddRowsRef(k, n, A.s(), lda, X.s(), ldx, want)
+	o.mulAddRows(k, n, A.s(), lda, X.s(), ldx, y.s())
+	if err := firstErr(A.unchanged("a"), X.unchanged("x"), y.guardsIntact("y")); err != nil {
+		return fmt.Errorf("mulAddRows k=%d n=%d lda=%d ldx=%d: %w", k, n, lda, ldx, err)
+	}
+	a, xs, ys := A.s(), X.s(), y.s()
+	for c := 0; c < n; c++ {
+		sum := math.Abs(float64(y0[c]))
+		for l := 0; l < k; l++ {
+			sum += math.Abs(float64(a[l*lda+c]) * float64(xs[l*ldx+c]))
+		}
+		if tol := 2 * eps32 * float64(k+1) * sum; !within(ys[c], want[c], tol) {
+			return mismatch(ys[c], want[c], tol, "mulAddRows k=%d n=%d lda=%d ldx=%d: y[%d]", k, n, lda, ldx, c)
+		}
+	}
+	return nil
+}
+
+// softmaxLogits fills a rows×n logit matrix whose columns cycle through:
+// moderate values, all-equal, ±80 (needs max subtraction), ≈100 (exp
+// overflows without it), a ramp over [−77, 10] (exp over its whole range
+// down to ≈1e-38) and wide values in [−30, 30].
+func softmaxLogits(rng *rand.Rand, rows, n int) func(r, c int) float32 {
+	shift := rng.IntN(6)
+	eq := make([]float32, n)
+	for i := range eq {
+		eq[i] = 5 * uni(rng)
+	}
+	return func(r, c int) float32 {
+		switch (c + shift) % 6 {
+		case 0:
+			return 5 * uni(rng)
+		case 1:
+			return eq[c]
+		case 2:
+			if (r+c)%2 == 0 {
+				return 80
+			}
+			return -80
+		case 3:
+			return 100 + uni(rng)
+		case 4:
+			return 10 - 87*float32(r)/float32(max(rows-1, 1))
+		default:
+			return 30 * uni(rng)
+		}
+	}
+}
+
+func checkSoftmaxCols(o *ops, rng *rand.Rand, rows, n int) error {
+	L := newTMat(rng, rows, n, n, softmaxLogits(rng, rows, n))
+	C := newTMat(rng, rows, n, n, func(int, int) float32 { return float32(math.NaN()) })
+	want := make([]float32, rows*n)
+	softmaxColsRef(rows, n, L.s(), want)
+	o.softmaxCols(rows, n, L.s(), C.s())
+	if err := firstErr(L.unchanged("l"), C.guardsIntact("c")); err != nil {
+		return fmt.Errorf("softmaxCols rows=%d n=%d: %w", rows, n, err)
+	}
+	c := C.s()
+	rel := expRel + 2*unitRound*float64(rows)
+	for i := range want {
+		if tol := rel*math.Abs(float64(want[i])) + tinyAbs; !within(c[i], want[i], tol) {
+			return mismatch(c[i], want[i], tol, "softmaxCols rows=%d n=%d: c[%d,%d]", rows, n, i/n, i%n)
+		}
+	}
+	return nil
+}
+
+func checkSoftmaxColsGrad(o *ops, rng *rand.Rand, rows, n int) error {
+	// c: a genuine softmax output (positive, columns sum to 1).
+	cs := make([]float32, rows*n)
+	softmaxColsRef(rows, n, newTMat(rng, rows, n, n, softmaxLogits(rng, rows, n)).s(), cs)
+	Cm := newTMat(rng, rows, n, n, func(r, i int) float32 { return cs[r*n+i] })
+	DC := newTMat(rng, rows, n, n, func(int, int) float32 { return 3 * uni(rng) })
+	DL := newTMat(rng, rows, n, n, func(int, int) float32 { return float32(math.NaN()) })
+	want := make([]float32, rows*n)
+	softmaxColsGradRef(rows, n, Cm.s(), DC.s(), want)
+	o.softmaxColsGrad(rows, n, Cm.s(), DC.s(), DL.s())
+	if err := firstErr(Cm.unchanged("c"), DC.unchanged("dc"), DL.guardsIntact("dl")); err != nil {
+		return fmt.Errorf("softmaxColsGrad rows=%d n=%d: %w", rows, n, err)
+	}
+	c, dc, dl := Cm.s(), DC.s(), DL.s()
+	for i := 0; i < n; i++ {
+		var sum float64
+		for r := 0; r < rows; r++ {
+			sum += math.Abs(float64(c[r*n+i]) * float64(dc[r*n+i]))
+		}
+		for r := 0; r < rows; r++ {
+			j := r*n + i
+			// dot error ≤ 2(rows+1)·eps32·sum, then one subtraction and
+			// one multiplication (2 more roundings of |dc|+|dot|).
+			tol := math.Abs(float64(c[j])) * 2 * eps32 * (float64(rows+2)*sum + math.Abs(float64(dc[j])))
+			if !within(dl[j], want[j], tol) {
+				return mismatch(dl[j], want[j], tol, "softmaxColsGrad rows=%d n=%d: dl[%d,%d]", rows, n, r, i)
+			}
+		}
+	}
+	return nil
+}
+
+// squashInput returns d×n capsules (component-major) cycling through
+// moderate (|s| ~ 1), tiny (|s| ~ 1e-4), large (|s| ~ 1e3), zero and
+// unit-scale random capsules.
+func squashInput(rng *rand.Rand, d, n int) func(l, i int) float32 {
+	shift := rng.IntN(5)
+	sd := float32(math.Sqrt(float64(max(d, 1)) / 3)) // |s| of uniform[-1,1]^d ≈ sd
+	return func(_, i int) float32 {
+		switch (i + shift) % 5 {
+		case 0:
+			return 2 * uni(rng) / sd
+		case 1:
+			return 1e-4 * uni(rng) / sd
+		case 2:
+			return 1e3 * uni(rng) / sd
+		case 3:
+			return 0
+		default:
+			return uni(rng)
+		}
+	}
+}
+
+// squashTol returns, for one capsule of squared length q (float64, from
+// float32 data), the factor f, the derivative term h and their tolerances.
+// rel covers the float32 sum of d squares (relative ≤ d·u, and f, h depend
+// on q at most like q^{±3/2}), sqrt and divisions and exp. For Mazzia, the
+// reference computes 1 − e with e = exp(−n) in float32, which cancels when
+// n is small: a few ulp of e (4·eps32·e) become an absolute error, divided
+// by n in f and by n³ in h.
+func squashTol(kind Squash, d int, q float64) (f, tf, h, th float64) {
+	rel := expRel + 3*unitRound*float64(d)
+	n := math.Sqrt(q + SquashEps)
+	switch kind {
+	case SquashSabour:
+		a := q / (1 + q)
+		f = a / n
+		t1, t2 := 2/((1+q)*(1+q)*n), a/(n*n*n)
+		h = t1 - t2
+		return f, rel * f, h, rel * (math.Abs(t1) + math.Abs(t2))
+	default:
+		e := math.Exp(-n)
+		f = -math.Expm1(-n) / n
+		t1, t2 := e/(n*n), f/(n*n)
+		h = t1 - t2
+		ce := 4 * eps32 * e
+		return f, rel*f + ce/n, h, rel*(math.Abs(t1)+math.Abs(t2)) + ce/(n*n*n)
+	}
+}
+
+func checkSquash(o *ops, rng *rand.Rand, kind Squash, d, n int) error {
+	S := newTMat(rng, d, n, n, squashInput(rng, d, n))
+	V := newTMat(rng, d, n, n, func(int, int) float32 { return float32(math.NaN()) })
+	want := make([]float32, d*n)
+	squashRef(kind, d, n, S.s(), want)
+	o.squash(kind, d, n, S.s(), V.s())
+	if err := firstErr(S.unchanged("s"), V.guardsIntact("v")); err != nil {
+		return fmt.Errorf("squash %v d=%d n=%d: %w", kind, d, n, err)
+	}
+	s, v := S.s(), V.s()
+	for i := 0; i < n; i++ {
+		var q float64
+		for l := 0; l < d; l++ {
+			q += float64(s[l*n+i]) * float64(s[l*n+i])
+		}
+		f, tf, _, _ := squashTol(kind, d, q)
+		for l := 0; l < d; l++ {
+			j := l*n + i
+			sl := math.Abs(float64(s[j]))
+			tol := sl*tf + 2*eps32*sl*f + tinyAbs
+			if !within(v[j], want[j], tol) {
+				return mismatch(v[j], want[j], tol, "squash %v d=%d n=%d: v[%d,%d] (|s|²=%.3g)", kind, d, n, l, i, q)
+			}
+		}
+	}
+	return nil
+}
+
+func checkSquashGrad(o *ops, rng *rand.Rand, kind Squash, d, n int) error {
+	S := newTMat(rng, d, n, n, squashInput(rng, d, n))
+	DV := newTMat(rng, d, n, n, func(int, int) float32 { return uni(rng) })
+	DS := newTMat(rng, d, n, n, func(int, int) float32 { return float32(math.NaN()) })
+	want := make([]float32, d*n)
+	squashGradRef(kind, d, n, S.s(), DV.s(), want)
+	o.squashGrad(kind, d, n, S.s(), DV.s(), DS.s())
+	if err := firstErr(S.unchanged("s"), DV.unchanged("dv"), DS.guardsIntact("ds")); err != nil {
+		return fmt.Errorf("squashGrad %v d=%d n=%d: %w", kind, d, n, err)
+	}
+	s, dv, ds := S.s(), DV.s(), DS.s()
+	for i := 0; i < n; i++ {
+		var q, dot, adot float64
+		for l := 0; l < d; l++ {
+			x, g := float64(s[l*n+i]), float64(dv[l*n+i])
+			q += x * x
+			dot += x * g
+			adot += math.Abs(x * g)
+		}
+		f, tf, h, th := squashTol(kind, d, q)
+		tdot := 2 * eps32 * float64(d+1) * adot
+		for l := 0; l < d; l++ {
+			j := l*n + i
+			sl, gl := math.Abs(float64(s[j])), math.Abs(float64(dv[j]))
+			// ds = f·dv + h·dot·s: propagate the tolerances of f, h and
+			// dot, plus 4 roundings of the result's two terms.
+			tol := gl*tf + sl*(th*math.Abs(dot)+math.Abs(h)*tdot) +
+				4*eps32*(f*gl+math.Abs(h*dot)*sl) + tinyAbs
+			if !within(ds[j], want[j], tol) {
+				return mismatch(ds[j], want[j], tol, "squashGrad %v d=%d n=%d: ds[%d,%d] (|s|²=%.3g)", kind, d, n, l, i, q)
+			}
+		}
+	}
+	return nil
+}
+
+// opsChecks lists every primitive's checker, by name, for a (rows, cols)
+// shape.
+var opsChecks = []struct {
+	name string
+	run  func(o *ops, rng *rand.Rand, r, c int) error
+}{
+	{"gemvN", checkGemvN},
+	{"gemvT", checkGemvT},
+	{"ger", checkGer},
+	{"mulAddRows", checkMulAddRows},
+	{"softmaxCols", checkSoftmaxCols},
+	{"softmaxColsGrad", checkSoftmaxColsGrad},
+	{"squash/mazzia", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquash(o, rng, SquashMazzia, r, c) }},
+	{"squash/sabour", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquash(o, rng, SquashSabour, r, c) }},
+	{"squashGrad/mazzia", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquashGrad(o, rng, SquashMazzia, r, c) }},
+	{"squashGrad/sabour", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquashGrad(o, rng, SquashSabour, r, c) }},
+}
+
+// TestOps compares every primitive of every available implementation with
+// the reference over the shape sweep.
+func TestOps(t *testing.T) {
+	shapes := opsShapes()
+	forEachImpl(t, func(t *testing.T, o *ops) {
+		for _, ck := range opsChecks {
+			t.Run(ck.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				fails := 0
+				for _, sh := range shapes {
+					if err := ck.run(o, rng, sh[0], sh[1]); err != nil {
+						t.Error(err)
+						if fails++; fails >= 5 {
+							t.Fatal("too many failures")
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestOpsCheckersDetectBugs feeds slightly broken implementations to the
+// checkers: each must be rejected, or the tolerances are too loose to mean
+// anything.
+func TestOpsCheckersDetectBugs(t *testing.T) {
+	type bug struct {
+		name   string
+		patch  func(o *ops)
+		check  string
+		rows   int
+		cols   int
+		ntries int
+	}
+	bugs := []bug{
+		{"gemvN off by 1e-4", func(o *ops) {
+			o.gemvN = func(m, n int, a []float32, lda int, x, y []float32) {
+				gemvNRef(m, n, a, lda, x, y)
+				y[m-1] += 1e-4
+			}
+		}, "gemvN", 16, 37, 1},
+		{"gemvN skips the last column", func(o *ops) {
+			o.gemvN = func(m, n int, a []float32, lda int, x, y []float32) { gemvNRef(m, n-1, a, lda, x, y) }
+		}, "gemvN", 8, 1152, 1},
+		{"gemvT skips the last row", func(o *ops) {
+			o.gemvT = func(m, n int, a []float32, lda int, x, y []float32) { gemvTRef(m-1, n, a, lda, x, y) }
+		}, "gemvT", 16, 33, 1},
+		{"ger misses the tail", func(o *ops) {
+			o.ger = func(m, n int, x, y, a []float32, lda int) { gerRef(m, n&^7, x, y, a, lda) }
+		}, "ger", 5, 17, 1},
+		{"mulAddRows off by 1e-4", func(o *ops) {
+			o.mulAddRows = func(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
+				mulAddRowsRef(k, n, a, lda, x, ldx, y)
+				y[0] += 1e-4
+			}
+		}, "mulAddRows", 8, 16, 1},
+		{"softmaxCols without max subtraction", func(o *ops) {
+			o.softmaxCols = func(rows, n int, l, c []float32) {
+				for i := 0; i < n; i++ {
+					var sum float32
+					for r := 0; r < rows; r++ {
+						c[r*n+i] = float32(math.Exp(float64(l[r*n+i])))
+						sum += c[r*n+i]
+					}
+					for r := 0; r < rows; r++ {
+						c[r*n+i] /= sum
+					}
+				}
+			}
+		}, "softmaxCols", 10, 16, 1},
+		{"softmaxCols with a 1e-5 exp error", func(o *ops) {
+			o.softmaxCols = func(rows, n int, l, c []float32) {
+				softmaxColsRef(rows, n, l, c)
+				c[0] *= 1 + 1e-5
+			}
+		}, "softmaxCols", 10, 16, 6},
+		{"softmaxColsGrad wrong sign", func(o *ops) {
+			o.softmaxColsGrad = func(rows, n int, c, dc, dl []float32) {
+				softmaxColsGradRef(rows, n, c, dc, dl)
+				dl[n] = -dl[n]
+			}
+		}, "softmaxColsGrad", 4, 16, 1},
+		{"squash kinds swapped", func(o *ops) {
+			o.squash = func(kind Squash, d, n int, s, v []float32) { squashRef(1-kind, d, n, s, v) }
+		}, "squash/mazzia", 8, 16, 1},
+		{"squash with 1e-5 relative error", func(o *ops) {
+			o.squash = func(kind Squash, d, n int, s, v []float32) {
+				squashRef(kind, d, n, s, v)
+				for i := range v {
+					v[i] *= 1 + 1e-5
+				}
+			}
+		}, "squash/sabour", 8, 16, 1},
+		{"squashGrad without the h term", func(o *ops) {
+			o.squashGrad = func(kind Squash, d, n int, s, dv, ds []float32) {
+				for i := 0; i < n; i++ {
+					var q float32
+					for l := 0; l < d; l++ {
+						q += s[l*n+i] * s[l*n+i]
+					}
+					f, _ := squashScale(kind, q)
+					for l := 0; l < d; l++ {
+						ds[l*n+i] = f * dv[l*n+i]
+					}
+				}
+			}
+		}, "squashGrad/mazzia", 16, 10, 1},
+		{"squashGrad h off by 1e-3", func(o *ops) {
+			o.squashGrad = func(kind Squash, d, n int, s, dv, ds []float32) {
+				for i := 0; i < n; i++ {
+					var q, dot float32
+					for l := 0; l < d; l++ {
+						q += s[l*n+i] * s[l*n+i]
+						dot += s[l*n+i] * dv[l*n+i]
+					}
+					f, h := squashScale(kind, q)
+					h *= 1 + 1e-3
+					for l := 0; l < d; l++ {
+						ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
+					}
+				}
+			}
+		}, "squashGrad/sabour", 16, 10, 1},
+	}
+	for _, b := range bugs {
+		o := refOps
+		b.patch(&o)
+		var run func(o *ops, rng *rand.Rand, r, c int) error
+		for _, ck := range opsChecks {
+			if ck.name == b.check {
+				run = ck.run
+			}
+		}
+		if run == nil {
+			t.Fatalf("%s: no checker %q", b.name, b.check)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		caught := false
+		for i := 0; i < b.ntries && !caught; i++ {
+			caught = run(&o, rng, b.rows, b.cols) != nil
+		}
+		if !caught {
+			t.Errorf("checker %s accepted a broken implementation: %s", b.check, b.name)
+		}
+	}
+}
+
+// TestOpsNoAlloc checks that no primitive of any implementation allocates.
+func TestOpsNoAlloc(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, o *ops) {
+		const m, n = 16, 37
+		rng := rand.New(rand.NewPCG(5, 6))
+		mk := func(k int) []float32 {
+			v := make([]float32, k)
+			for i := range v {
+				v[i] = uni(rng)
+			}
+			return v
+		}
+		a, b, c := mk(m*n), mk(m*n), mk(m*n)
+		x, y := mk(n), mk(n)
+		cs := make([]float32, m*n)
+		softmaxColsRef(m, n, a, cs)
+		for _, tc := range []struct {
+			name string
+			f    func()
+		}{
+			{"gemvN", func() { o.gemvN(m, n, a, n, x, y) }},
+			{"gemvT", func() { o.gemvT(m, n, a, n, x[:m], y) }},
+			{"ger", func() { o.ger(m, n, x[:m], y, c, n) }},
+			{"mulAddRows", func() { o.mulAddRows(m, n, a, n, b, n, y) }},
+			{"softmaxCols", func() { o.softmaxCols(m, n, a, c) }},
+			{"softmaxColsGrad", func() { o.softmaxColsGrad(m, n, cs, b, c) }},
+			{"squash/mazzia", func() { o.squash(SquashMazzia, m, n, a, c) }},
+			{"squash/sabour", func() { o.squash(SquashSabour, m, n, a, c) }},
+			{"squashGrad/mazzia", func() { o.squashGrad(SquashMazzia, m, n, a, b, c) }},
+			{"squashGrad/sabour", func() { o.squashGrad(SquashSabour, m, n, a, b, c) }},
+		} {
+			if got := testing.AllocsPerRun(20, tc.f); got != 0 {
+				t.Errorf("%s: %v allocations per call, want 0", tc.name, got)
+			}
+		}
+	})
+}

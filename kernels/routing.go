@@ -1,0 +1,367 @@
+package kernels
+
+import "fmt"
+
+// RoutingShape describes routing by agreement (spec §3) between NIn input
+// capsules and NOut output capsules of dimension D, for Batch samples.
+// Iters is the number of iterations r (>= 1; ignored when Uniform). Squash
+// selects the non-linearity. Uniform selects the paper's uniform-routing
+// baseline: couplings 1/NOut, one pass, no logits and no prior.
+//
+// Internal layouts (see docs/kernels.md, "Tensor layouts"), all row-major:
+//
+//	uhat   (Batch, NOut, D, NIn)   votes, as VotesForward writes them
+//	c      (Batch, NOut, NIn)      couplings c[b,j,i] of input i to output j
+//	prior  (NOut, NIn)             initial logits, shared by the batch
+//	v      (Batch, D, NOut)        output capsules, component-major, which is
+//	                               directly the next layer's u (Batch, DIn, NIn)
+type RoutingShape struct {
+	Batch, NIn, NOut, D, Iters int
+	Squash                     Squash
+	Uniform                    bool
+}
+
+func (sh RoutingShape) check() error {
+	if sh.Batch < 0 || sh.NIn < 1 || sh.NOut < 1 || sh.D < 1 {
+		return fmt.Errorf("bad shape %+v: Batch must be >= 0 and NIn, NOut, D >= 1", sh)
+	}
+	if !sh.Uniform && sh.Iters < 1 {
+		return fmt.Errorf("bad shape %+v: Iters must be >= 1", sh)
+	}
+	if sh.Squash != SquashMazzia && sh.Squash != SquashSabour {
+		return fmt.Errorf("bad shape %+v: unknown squash kind %v", sh, sh.Squash)
+	}
+	return nil
+}
+
+// iters is the number of passes the forward makes: 1 for uniform routing.
+func (sh RoutingShape) iters() int {
+	if sh.Uniform {
+		return 1
+	}
+	return sh.Iters
+}
+
+// iterSize is the number of floats one iteration of one sample stores in the
+// work buffer: its couplings (NOut·NIn), its squash input s and its output v
+// (D·NOut each, component-major).
+func (sh RoutingShape) iterSize() int { return sh.NOut*sh.NIn + 2*sh.D*sh.NOut }
+
+// scratchSize is the shared scratch at the end of the work buffer: three
+// NOut·NIn planes (logits in the forward; logit gradient, coupling gradient
+// and softmax-gradient output in the backward), five D·NOut capsule vectors
+// and one float holding the constant 1.
+func (sh RoutingShape) scratchSize() int { return 3*sh.NOut*sh.NIn + 5*sh.D*sh.NOut + 1 }
+
+// WorkSize returns the number of float32 of the work buffer RoutingForward
+// fills and RoutingBackward reads: per sample and per iteration, the
+// couplings c_t and the squash input s_t and output v_t, followed by scratch
+// space both passes use. It is Batch·r·(NOut·NIn + 2·D·NOut) +
+// 3·NOut·NIn + 5·D·NOut + 1 with r = Iters (1 when Uniform), or 0 for an
+// invalid shape.
+func (sh RoutingShape) WorkSize() int {
+	if sh.check() != nil {
+		return 0
+	}
+	return sh.Batch*sh.iters()*sh.iterSize() + sh.scratchSize()
+}
+
+// routingChunk is the number of input capsules per block of the routing
+// passes. Each iteration makes one pass over Û (and dÛ in the backward) that
+// does all of that iteration's work on a block of input capsules: the
+// agreement with the previous v, the softmax, and the block's share of s
+// (backward: the gradient of s, the softmax gradient and the agreement
+// gradient). The logits, couplings and their gradients are stored block by
+// block (NOut rows of chunk columns each), so that the column-wise softmax
+// runs on one block.
+//
+// When one sample's Û is at most routingWholeBytes it stays in L2 across the
+// iterations and the block is the whole of NIn (fewest, longest primitive
+// calls: measured on Zen 4, Sabour's 737 KB Û runs at the same speed whole
+// or in 256 KiB blocks, and slower in smaller ones). Larger Û is cut into
+// blocks of about routingBlockBytes, a multiple of 16 input capsules (whole
+// AVX-512 vectors).
+func routingChunk(sh RoutingShape) int {
+	per := sh.NOut * sh.D
+	if 4*per*sh.NIn <= routingWholeBytes {
+		return sh.NIn
+	}
+	nb := max(16, (routingBlockBytes/4)/per&^15)
+	if sh.NIn <= nb+nb/2 {
+		return sh.NIn
+	}
+	return nb
+}
+
+// routingWholeBytes and routingBlockBytes are variables so that the tests
+// can force small blocks.
+var routingWholeBytes, routingBlockBytes = 1 << 20, 256 << 10
+
+func (sh RoutingShape) checkArgs(fn, vName string, v, c, uhat, prior, work []float32) error {
+	if err := sh.check(); err != nil {
+		return fmt.Errorf("kernels.%s: %w", fn, err)
+	}
+	bs, nIn, nOut, d := sh.Batch, sh.NIn, sh.NOut, sh.D
+	if err := capsCheckLen(fn, vName, v, bs*d*nOut, false); err != nil {
+		return err
+	}
+	if err := capsCheckLen(fn, "c", c, bs*nOut*nIn, true); err != nil {
+		return err
+	}
+	if err := capsCheckLen(fn, "uhat", uhat, bs*nOut*d*nIn, false); err != nil {
+		return err
+	}
+	if err := capsCheckLen(fn, "prior", prior, nOut*nIn, true); err != nil {
+		return err
+	}
+	if ws := sh.WorkSize(); len(work) < ws {
+		return fmt.Errorf("kernels.%s: work has %d elements, RoutingShape.WorkSize is %d", fn, len(work), ws)
+	}
+	return nil
+}
+
+// capsT sets dst[c*rows+r] = src[r*cols+c] for a small rows×cols matrix: it
+// converts one sample's capsules between capsule-major (NOut, D), which the
+// per-capsule gemv and ger calls need, and component-major (D, NOut), which
+// squash and the output use.
+func capsT(rows, cols int, src, dst []float32) {
+	src = src[:rows*cols]
+	dst = dst[:rows*cols]
+	for r := 0; r < rows; r++ {
+		for c, x := range src[r*cols : r*cols+cols] {
+			dst[c*rows+r] = x
+		}
+	}
+}
+
+// RoutingForward runs routing by agreement exactly as spec §3, per sample b:
+//
+//	logits = prior (zeros when prior is nil)
+//	for t = 1..r:
+//	    c[j,i]  = softmax over j of logits[j,i]
+//	    s[:,j]  = Σ_i c[j,i]·uhat[j,:,i]
+//	    v[:,j]  = squash(s[:,j])
+//	    if t < r: logits[j,i] += <uhat[j,:,i], v[:,j]>
+//
+// v (Batch, D, NOut) receives the output capsules and c (Batch, NOut, NIn)
+// the couplings of the last iteration, the layer's parse-tree edges (c may
+// be nil). With sh.Uniform, c = 1/NOut and there is one pass; prior is then
+// ignored. work (at least sh.WorkSize() floats) receives what
+// RoutingBackward needs and must be kept unchanged until it runs.
+//
+// In the layouts of RoutingShape, every step is a long vector operation over
+// the input capsules i: s[:,j] = Û_j·c[j,:] (gemvN, Û_j the D×NIn block of
+// uhat for output j) and logits[j,:] += Û_jᵀ·v[:,j] (gemvT); the softmax
+// over j runs across rows for every column i.
+//
+// A NaN in uhat propagates to v: to the output capsule j it votes for in the
+// first iteration, and through the agreement update to every output of that
+// sample when r > 1. Samples do not interact.
+//
+// It runs on one goroutine, does not allocate, and returns an error (never
+// panics) on a bad shape, a tensor slice whose length is not exactly its
+// size, or a short work buffer. Batch = 0 is a no-op.
+func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
+	if err := sh.checkArgs("RoutingForward", "v", v, c, uhat, prior, work); err != nil {
+		return err
+	}
+	bs, nIn, nOut, d := sh.Batch, sh.NIn, sh.NOut, sh.D
+	if bs == 0 {
+		return nil
+	}
+	o := cur
+	r := sh.iters()
+	nc, ns := nOut*nIn, d*nOut
+	rec := r * sh.iterSize()
+	scr := work[bs*rec:]
+	logits := scr[:nc]    // blocked like the couplings
+	sT := scr[3*nc:][:ns] // s capsule-major (NOut, D)
+	vT := sT[ns:][:ns]    // v of the previous iteration, capsule-major
+	block := d * nIn      // floats of one Û_j
+	nb := routingChunk(sh)
+	for b := 0; b < bs; b++ {
+		ub := uhat[b*nOut*block:][:nOut*block]
+		w := work[b*rec:][:rec]
+		var ct, vt []float32
+		for t := 0; t < r; t++ {
+			it := w[t*sh.iterSize():]
+			ct = it[:nc]
+			st := it[nc:][:ns]
+			vt = it[nc+ns:][:ns]
+			clear(sT)
+			// One pass over Û per iteration: for each block of input
+			// capsules, finish its logits (prior, or the agreement with the
+			// previous iteration's v), take its softmax, and add its share
+			// of s.
+			for i0 := 0; i0 < nIn; i0 += nb {
+				n := min(nb, nIn-i0)
+				lb := logits[nOut*i0:][:nOut*n]
+				cb := ct[nOut*i0:][:nOut*n]
+				if sh.Uniform {
+					fill := 1 / float32(nOut)
+					for x := range cb {
+						cb[x] = fill
+					}
+				} else {
+					if t == 0 {
+						for j := 0; j < nOut; j++ {
+							if prior != nil {
+								copy(lb[j*n:][:n], prior[j*nIn+i0:])
+							} else {
+								clear(lb[j*n:][:n])
+							}
+						}
+					} else {
+						for j := 0; j < nOut; j++ {
+							o.gemvT(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, vT[j*d:][:d], lb[j*n:][:n])
+						}
+					}
+					o.softmaxCols(nOut, n, lb, cb)
+				}
+				for j := 0; j < nOut; j++ {
+					o.gemvN(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, cb[j*n:][:n], sT[j*d:][:d])
+				}
+			}
+			capsT(nOut, d, sT, st)
+			o.squash(sh.Squash, d, nOut, st, vt)
+			if t < r-1 {
+				capsT(d, nOut, vt, vT)
+			}
+		}
+		copy(v[b*ns:][:ns], vt)
+		if c != nil {
+			cs := c[b*nc:][:nc]
+			for i0 := 0; i0 < nIn; i0 += nb {
+				n := min(nb, nIn-i0)
+				for j := 0; j < nOut; j++ {
+					copy(cs[j*nIn+i0:][:n], ct[nOut*i0+j*n:][:n])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// RoutingBackward is the exact gradient of RoutingForward (reverse-mode
+// differentiation through every iteration, as PyTorch's autograd does on
+// the loop of spec §3): given dv = ∂L/∂v (Batch, D, NOut), it writes
+// duhat = ∂L/∂uhat (Batch, NOut, D, NIn), overwritten, including the paths
+// through the agreement updates, and accumulates dprior += ∂L/∂prior
+// (NOut, NIn) summed over the batch. dprior may be nil when the prior is not
+// learned; with sh.Uniform it is left unchanged (the prior does not enter).
+// The gradient through a nil prior is that of a zero prior.
+//
+// sh, uhat and prior must be those of the RoutingForward call that filled
+// work, and work must be unchanged since (prior is only checked: the stored
+// couplings already encode it).
+//
+// Per iteration t, from the last to the first, with gL the gradient of the
+// logits after iteration t:
+//
+//	gv       = dv (t = r), else gv[:,j] = Û_j·gL[j,:]   and dÛ_j += v_t[:,j] ⊗ gL[j,:]
+//	gs       = squashGrad(s_t, gv)
+//	dÛ_j    += gs[:,j] ⊗ c_t[j,:];  dc[j,:] = Û_jᵀ·gs[:,j]
+//	gL      += softmaxGrad(c_t, dc)
+//
+// and finally dprior += gL. It runs on one goroutine, does not allocate, and
+// returns an error (never panics) on a bad shape, a tensor slice whose
+// length is not exactly its size, or a short work buffer. Batch = 0 is a
+// no-op.
+func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []float32) error {
+	const fn = "RoutingBackward"
+	if err := sh.checkArgs(fn, "dv", dv, nil, uhat, prior, work); err != nil {
+		return err
+	}
+	bs, nIn, nOut, d := sh.Batch, sh.NIn, sh.NOut, sh.D
+	if err := capsCheckLen(fn, "duhat", duhat, bs*nOut*d*nIn, false); err != nil {
+		return err
+	}
+	if err := capsCheckLen(fn, "dprior", dprior, nOut*nIn, true); err != nil {
+		return err
+	}
+	if bs == 0 {
+		return nil
+	}
+	o := cur
+	r := sh.iters()
+	nc, ns := nOut*nIn, d*nOut
+	rec := r * sh.iterSize()
+	scr := work[bs*rec:]
+	gL := scr[:nc]             // ∂L/∂logits, blocked like the couplings
+	dc := scr[nc:][:nc]        // ∂L/∂c_t, blocked
+	dl := scr[2*nc:][:nc]      // softmax gradient of one iteration, blocked
+	gvT := scr[3*nc:][:ns]     // ∂L/∂v_{t-1} capsule-major (NOut, D)
+	gv := gvT[ns:][:ns]        // ∂L/∂v_t component-major (D, NOut)
+	gs := gv[ns:][:ns]         // ∂L/∂s_t component-major
+	gsT := gs[ns:][:ns]        // ∂L/∂s_t capsule-major
+	vT := gsT[ns:][:ns]        // v_{t-1} capsule-major
+	one := scr[3*nc+5*ns:][:1] // the constant 1, for ger as an axpy
+	one[0] = 1
+	block := d * nIn
+	nb := routingChunk(sh)
+	for b := 0; b < bs; b++ {
+		ub := uhat[b*nOut*block:][:nOut*block]
+		db := duhat[b*nOut*block:][:nOut*block]
+		w := work[b*rec:][:rec]
+		clear(db)
+		copy(gv, dv[b*ns:][:ns])
+		for t := r - 1; t >= 0; t-- {
+			// gv holds ∂L/∂v_t.
+			it := w[t*sh.iterSize():]
+			ct := it[:nc]
+			st := it[nc:][:ns]
+			o.squashGrad(sh.Squash, d, nOut, st, gv, gs)
+			capsT(d, nOut, gs, gsT)
+			if t > 0 {
+				prev := w[(t-1)*sh.iterSize():]
+				capsT(d, nOut, prev[nc+ns:][:ns], vT)
+				clear(gvT)
+			}
+			// One pass over Û and dÛ per iteration: for each block of input
+			// capsules, the gradient of s_t = Σ_i c_t·û (into û and c_t),
+			// the softmax gradient into the logits, and the agreement update
+			// that produced those logits from the previous iteration's v
+			// (into û and v_{t-1}), or the prior for t = 0.
+			for i0 := 0; i0 < nIn; i0 += nb {
+				n := min(nb, nIn-i0)
+				cb := ct[nOut*i0:][:nOut*n]
+				if sh.Uniform {
+					for j := 0; j < nOut; j++ {
+						o.ger(d, n, gsT[j*d:][:d], cb[j*n:][:n], capsSpan(db, j*block+i0, d, nIn, n), nIn)
+					}
+					continue
+				}
+				dcb := dc[nOut*i0:][:nOut*n]
+				gLb := gL[nOut*i0:][:nOut*n]
+				clear(dcb)
+				for j := 0; j < nOut; j++ {
+					gj := gsT[j*d:][:d]
+					o.ger(d, n, gj, cb[j*n:][:n], capsSpan(db, j*block+i0, d, nIn, n), nIn)
+					o.gemvT(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, gj, dcb[j*n:][:n])
+				}
+				if t == r-1 {
+					o.softmaxColsGrad(nOut, n, cb, dcb, gLb)
+				} else {
+					dlb := dl[nOut*i0:][:nOut*n]
+					o.softmaxColsGrad(nOut, n, cb, dcb, dlb)
+					o.ger(1, nOut*n, one, dlb, gLb, nOut*n) // gL += dl
+				}
+				if t > 0 {
+					for j := 0; j < nOut; j++ {
+						gj := gLb[j*n:][:n]
+						o.gemvN(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, gj, gvT[j*d:][:d])
+						o.ger(d, n, vT[j*d:][:d], gj, capsSpan(db, j*block+i0, d, nIn, n), nIn)
+					}
+				} else if dprior != nil {
+					for j := 0; j < nOut; j++ {
+						o.ger(1, n, one, gLb[j*n:][:n], dprior[j*nIn+i0:][:n], n) // dprior += gL
+					}
+				}
+			}
+			if t > 0 {
+				capsT(nOut, d, gvT, gv)
+			}
+		}
+	}
+	return nil
+}

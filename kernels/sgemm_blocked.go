@@ -1,0 +1,328 @@
+package kernels
+
+import "sync"
+
+// sgemmMicro is a GEMM micro-kernel: it computes one mr×nr tile of C from a
+// packed mr-row panel of op(A) and a packed nr-column panel of op(B):
+//
+//	for i < mr, j < nr: s = Σ_{p<kc} a[p*mr+i]·b[p*nr+j]
+//	c[i*ldc+j] = alpha·s            if beta == 0 (c not read)
+//	c[i*ldc+j] = alpha·s + beta·c   otherwise
+//
+// a holds kc·mr values, b kc·nr values and c at least (mr−1)·ldc+nr values.
+// Assembly micro-kernels do not check lengths: the driver guarantees them.
+type sgemmMicro func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
+
+// sgemmBlocked is a Goto/BLIS-style blocked GEMM around one micro-kernel.
+//
+// Loop nest (outermost first), with the cache level each packed block is
+// meant to live in:
+//
+//	jc: columns of C by nc          (B block kc×nc: L2/L3)
+//	  pc: the reduction by kc        pack op(B)[pc:pc+kc, jc:jc+nc] into nr-column panels
+//	    ic: rows of C by mc          pack op(A)[ic:ic+mc, pc:pc+kc] into mr-row panels (L2)
+//	      jr: nr-column panel of B  (kc×nr micro-panel: L1)
+//	        ir: mr-row panel of A → micro-kernel on the mr×nr tile of C
+//
+// Packing reads op(A) and op(B) through their transposes, so the
+// micro-kernel only ever sees packed, zero-padded panels. Tiles that overhang
+// the edges of C (m or n not a multiple of mr or nr) are computed into a
+// scratch tile and merged with alpha and beta in Go. beta is applied on the
+// first kc block only; later blocks accumulate (beta = 1).
+type sgemmBlocked struct {
+	micro      sgemmMicro
+	mr, nr     int
+	kc, mc, nc int
+
+	// free holds the fixed-size packing buffers not in use. Each call takes
+	// one and gives it back, so concurrent callers (data-parallel replicas
+	// on several goroutines) each get their own, and a call allocates only
+	// while fewer buffers exist than calls have ever run at once. Unlike a
+	// sync.Pool, the list is not emptied by the garbage collector, so the
+	// ~0.7 MiB buffers are not reallocated after every GC cycle.
+	mu   sync.Mutex
+	free []*sgemmWork
+}
+
+// sgemmBlockedByImpl records the blocked driver each implementation
+// registered for sgemm, so tests can rerun its micro-kernel with tiny
+// blocking sizes.
+var sgemmBlockedByImpl = map[string]*sgemmBlocked{}
+
+// registerSgemm makes g the sgemm of implementation impl. It is called from
+// package-level var declarations of build-tagged files, like register.
+func registerSgemm(impl string, g *sgemmBlocked) bool {
+	sgemmBlockedByImpl[impl] = g
+	return register(impl, func(o *ops) { o.sgemm = g.sgemm })
+}
+
+// sgemmWork is the per-call scratch space of sgemmBlocked.
+type sgemmWork struct {
+	a    []float32 // mc×kc, mr-row panels
+	b    []float32 // kc×nc, nr-column panels
+	tile []float32 // mr×nr edge tile
+}
+
+// sgemmSmallFlops is the m·n·k at or below which the blocked driver hands
+// the product to the plain loops of sgemmRef: packing would cost more than
+// it saves.
+const sgemmSmallFlops = 512
+
+// newSgemmBlocked returns a driver for the mr×nr micro-kernel micro with
+// blocking sizes kc, mc and nc (mc and nc are rounded up to multiples of mr
+// and nr).
+func newSgemmBlocked(micro sgemmMicro, mr, nr, kc, mc, nc int) *sgemmBlocked {
+	mc = (mc + mr - 1) / mr * mr
+	nc = (nc + nr - 1) / nr * nr
+	return &sgemmBlocked{micro: micro, mr: mr, nr: nr, kc: kc, mc: mc, nc: nc}
+}
+
+// getWork takes a packing buffer from the free list, or makes one.
+func (g *sgemmBlocked) getWork() *sgemmWork {
+	g.mu.Lock()
+	if n := len(g.free); n > 0 {
+		w := g.free[n-1]
+		g.free = g.free[:n-1]
+		g.mu.Unlock()
+		return w
+	}
+	g.mu.Unlock()
+	return &sgemmWork{
+		a:    make([]float32, g.mc*g.kc),
+		b:    make([]float32, g.kc*g.nc),
+		tile: make([]float32, g.mr*g.nr),
+	}
+}
+
+// putWork returns w to the free list.
+func (g *sgemmBlocked) putWork(w *sgemmWork) {
+	g.mu.Lock()
+	g.free = append(g.free, w)
+	g.mu.Unlock()
+}
+
+// sgemm has the semantics of Sgemm (arguments already checked).
+func (g *sgemmBlocked) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		sgemmScaleC(m, n, beta, c, ldc)
+		return
+	}
+	if m*n*k <= sgemmSmallFlops {
+		sgemmRef(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	w := g.getWork()
+	mr, nr := g.mr, g.nr
+	for jc := 0; jc < n; jc += g.nc {
+		nc := min(g.nc, n-jc)
+		for pc := 0; pc < k; pc += g.kc {
+			kc := min(g.kc, k-pc)
+			sgemmPackB(transB, b, ldb, pc, jc, kc, nc, nr, w.b)
+			bet := beta
+			if pc > 0 {
+				bet = 1
+			}
+			for ic := 0; ic < m; ic += g.mc {
+				mc := min(g.mc, m-ic)
+				sgemmPackA(transA, a, lda, ic, pc, mc, kc, mr, w.a)
+				for jr := 0; jr < nc; jr += nr {
+					nrr := min(nr, nc-jr)
+					bp := w.b[jr*kc : jr*kc+kc*nr]
+					for ir := 0; ir < mc; ir += mr {
+						mrr := min(mr, mc-ir)
+						ap := w.a[ir*kc : ir*kc+kc*mr]
+						ci := (ic+ir)*ldc + jc + jr
+						if mrr == mr && nrr == nr {
+							g.micro(kc, ap, bp, c[ci:], ldc, alpha, bet)
+							continue
+						}
+						g.micro(kc, ap, bp, w.tile, nr, 1, 0)
+						sgemmMergeTile(mrr, nrr, alpha, w.tile, nr, bet, c[ci:], ldc)
+					}
+				}
+			}
+		}
+	}
+	g.putWork(w)
+}
+
+// sgemmScaleC sets C = beta·C; beta == 0 writes zeros without reading C.
+func sgemmScaleC(m, n int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// sgemmMergeTile stores the top-left mr×nr corner of the scratch tile t
+// (row stride ldt) into C: c = alpha·t (beta == 0, c not read) or
+// c = alpha·t + beta·c.
+func sgemmMergeTile(mr, nr int, alpha float32, t []float32, ldt int, beta float32, c []float32, ldc int) {
+	for i := 0; i < mr; i++ {
+		tr := t[i*ldt : i*ldt+nr]
+		cr := c[i*ldc : i*ldc+nr]
+		if beta == 0 {
+			for j, v := range tr {
+				cr[j] = alpha * v
+			}
+			continue
+		}
+		for j, v := range tr {
+			cr[j] = alpha*v + beta*cr[j]
+		}
+	}
+}
+
+// sgemmPackA packs op(A)[ic:ic+mc, pc:pc+kc] into dst as mr-row panels:
+// panel q holds rows q·mr… of the block at dst[q·mr·kc:], element (i, p) at
+// p·mr+i. Rows past mc in the last panel are zero.
+func sgemmPackA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, dst []float32) {
+	for ir := 0; ir < mc; ir += mr {
+		d := dst[ir*kc : ir*kc+kc*mr]
+		rows := min(mr, mc-ir)
+		if trans {
+			// op(A)(i, p) = a[p*lda+i]: each p is a contiguous run of rows.
+			for p := 0; p < kc; p++ {
+				off := (pc+p)*lda + ic + ir
+				dp := d[p*mr : p*mr+mr]
+				copy(dp, a[off:off+rows])
+				clear(dp[rows:])
+			}
+			continue
+		}
+		// op(A)(i, p) = a[i*lda+p]: row i is contiguous along p; interleave
+		// rows four (then one) at a time.
+		i := 0
+		for ; i+4 <= rows; i += 4 {
+			off := (ic+ir+i)*lda + pc
+			s0 := a[off : off+kc]
+			s1 := a[off+lda : off+lda+kc]
+			s2 := a[off+2*lda : off+2*lda+kc]
+			s3 := a[off+3*lda : off+3*lda+kc]
+			dd := d[i:]
+			for p, v := range s0 {
+				q := dd[p*mr : p*mr+4 : p*mr+4]
+				q[0], q[1], q[2], q[3] = v, s1[p], s2[p], s3[p]
+			}
+		}
+		for ; i < rows; i++ {
+			off := (ic+ir+i)*lda + pc
+			for p, v := range a[off : off+kc] {
+				d[p*mr+i] = v
+			}
+		}
+		for ; i < mr; i++ {
+			for p := 0; p < kc; p++ {
+				d[p*mr+i] = 0
+			}
+		}
+	}
+}
+
+// sgemmPackB packs op(B)[pc:pc+kc, jc:jc+nc] into dst as nr-column panels:
+// panel q holds columns q·nr… at dst[q·nr·kc:], element (p, j) at p·nr+j.
+// Columns past nc in the last panel are zero.
+func sgemmPackB(trans bool, b []float32, ldb, pc, jc, kc, nc, nr int, dst []float32) {
+	full := nc / nr * nr // columns in full panels
+	if !trans {
+		// op(B)(p, j) = b[p*ldb+j]: read each row of the block once,
+		// sequentially, and deal it out to the panels.
+		for p := 0; p < kc; p++ {
+			off := (pc+p)*ldb + jc
+			row := b[off : off+nc]
+			for jr := 0; jr < full; jr += nr {
+				copy(dst[jr*kc+p*nr:jr*kc+p*nr+nr], row[jr:jr+nr])
+			}
+			if full < nc {
+				dp := dst[full*kc+p*nr : full*kc+p*nr+nr]
+				copy(dp, row[full:])
+				clear(dp[nc-full:])
+			}
+		}
+		return
+	}
+	// op(B)(p, j) = b[j*ldb+p]: column j of op(B) is contiguous along p;
+	// interleave columns eight, four, then one at a time.
+	for jr := 0; jr < nc; jr += nr {
+		d := dst[jr*kc : jr*kc+kc*nr]
+		cols := min(nr, nc-jr)
+		j := 0
+		for ; j+8 <= cols; j += 8 {
+			off := (jc+jr+j)*ldb + pc
+			s0 := b[off : off+kc]
+			s1 := b[off+ldb : off+ldb+kc]
+			s2 := b[off+2*ldb : off+2*ldb+kc]
+			s3 := b[off+3*ldb : off+3*ldb+kc]
+			s4 := b[off+4*ldb : off+4*ldb+kc]
+			s5 := b[off+5*ldb : off+5*ldb+kc]
+			s6 := b[off+6*ldb : off+6*ldb+kc]
+			s7 := b[off+7*ldb : off+7*ldb+kc]
+			dd := d[j:]
+			for p, v := range s0 {
+				q := dd[p*nr : p*nr+8 : p*nr+8]
+				q[0], q[1], q[2], q[3] = v, s1[p], s2[p], s3[p]
+				q[4], q[5], q[6], q[7] = s4[p], s5[p], s6[p], s7[p]
+			}
+		}
+		for ; j+4 <= cols; j += 4 {
+			off := (jc+jr+j)*ldb + pc
+			s0 := b[off : off+kc]
+			s1 := b[off+ldb : off+ldb+kc]
+			s2 := b[off+2*ldb : off+2*ldb+kc]
+			s3 := b[off+3*ldb : off+3*ldb+kc]
+			dd := d[j:]
+			for p, v := range s0 {
+				q := dd[p*nr : p*nr+4 : p*nr+4]
+				q[0], q[1], q[2], q[3] = v, s1[p], s2[p], s3[p]
+			}
+		}
+		for ; j < cols; j++ {
+			off := (jc+jr+j)*ldb + pc
+			for p, v := range b[off : off+kc] {
+				d[p*nr+j] = v
+			}
+		}
+		for ; j < nr; j++ {
+			for p := 0; p < kc; p++ {
+				d[p*nr+j] = 0
+			}
+		}
+	}
+}
+
+// sgemmMicroGo is a portable 4×4 micro-kernel in Go, used to test the
+// blocked driver on every architecture (and with -tags noasm).
+func sgemmMicroGo(kc int, a, b, c []float32, ldc int, alpha, beta float32) {
+	const mr, nr = 4, 4
+	var acc [mr][nr]float32
+	a = a[:kc*mr]
+	b = b[:kc*nr]
+	for p := 0; p < kc; p++ {
+		ap := a[p*mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr]
+		for i := range acc {
+			for j := range acc[i] {
+				acc[i][j] += ap[i] * bp[j]
+			}
+		}
+	}
+	for i := range acc {
+		cr := c[i*ldc : i*ldc+nr]
+		for j := range cr {
+			if beta == 0 {
+				cr[j] = alpha * acc[i][j]
+			} else {
+				cr[j] = alpha*acc[i][j] + beta*cr[j]
+			}
+		}
+	}
+}

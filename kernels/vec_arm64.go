@@ -1,0 +1,107 @@
+//go:build arm64 && !noasm
+
+package kernels
+
+import "github.com/capstan-ml/capstan/asm"
+
+// The NEON versions of the non-GEMM primitives. Each wrapper returns early
+// on empty shapes and touches the last element every kernel loop reads or
+// writes, so that a caller bug panics with an index error in Go instead of
+// letting the assembly read or write out of bounds.
+var _ = register("neon", func(o *ops) {
+	o.gemvN = gemvNNEON
+	o.gemvT = gemvTNEON
+	o.ger = gerNEON
+	o.mulAddRows = mulAddRowsNEON
+	o.softmaxCols = softmaxColsNEON
+	o.softmaxColsGrad = softmaxColsGradNEON
+	o.squash = squashNEON
+	o.squashGrad = squashGradNEON
+})
+
+func gemvNNEON(m, n int, a []float32, lda int, x, y []float32) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(m-1)*lda+n-1]
+	_ = x[n-1]
+	_ = y[m-1]
+	asm.GemvNNEON(m, n, a, lda, x, y)
+}
+
+func gemvTNEON(m, n int, a []float32, lda int, x, y []float32) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(m-1)*lda+n-1]
+	_ = x[m-1]
+	_ = y[n-1]
+	asm.GemvTNEON(m, n, a, lda, x, y)
+}
+
+func gerNEON(m, n int, x, y, a []float32, lda int) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(m-1)*lda+n-1]
+	_ = x[m-1]
+	_ = y[n-1]
+	asm.GerNEON(m, n, x, y, a, lda)
+}
+
+func mulAddRowsNEON(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
+	if k <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(k-1)*lda+n-1]
+	_ = x[(k-1)*ldx+n-1]
+	_ = y[n-1]
+	asm.MulAddRowsNEON(k, n, a, lda, x, ldx, y)
+}
+
+func softmaxColsNEON(rows, n int, l, c []float32) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	_ = l[rows*n-1]
+	_ = c[rows*n-1]
+	asm.SoftmaxColsNEON(rows, n, l, c)
+}
+
+func softmaxColsGradNEON(rows, n int, c, dc, dl []float32) {
+	if rows <= 0 || n <= 0 {
+		return
+	}
+	_ = c[rows*n-1]
+	_ = dc[rows*n-1]
+	_ = dl[rows*n-1]
+	asm.SoftmaxColsGradNEON(rows, n, c, dc, dl)
+}
+
+// squashKindNEON maps a Squash to the kind argument of the NEON kernels
+// (0 Mazzia, 1 Sabour).
+func squashKindNEON(kind Squash) int {
+	if kind == SquashSabour {
+		return 1
+	}
+	return 0
+}
+
+func squashNEON(kind Squash, d, n int, s, v []float32) {
+	if d <= 0 || n <= 0 {
+		return
+	}
+	_ = s[d*n-1]
+	_ = v[d*n-1]
+	asm.SquashNEON(squashKindNEON(kind), d, n, s, v)
+}
+
+func squashGradNEON(kind Squash, d, n int, s, dv, ds []float32) {
+	if d <= 0 || n <= 0 {
+		return
+	}
+	_ = s[d*n-1]
+	_ = dv[d*n-1]
+	_ = ds[d*n-1]
+	asm.SquashGradNEON(squashKindNEON(kind), d, n, s, dv, ds)
+}

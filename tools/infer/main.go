@@ -1,0 +1,163 @@
+// Command infer evaluates a checkpoint on a data set (accuracy, confusion
+// matrix, img/s) or classifies one image file.
+//
+//	go run ./tools/infer -checkpoint runs/default/checkpoint.safetensors            # embedded MNIST test digits
+//	go run ./tools/infer -checkpoint CK -data mnist                                  # full MNIST test set
+//	go run ./tools/infer -checkpoint CK -data affnist                                # AffNIST generated from MNIST test digits
+//	go run ./tools/infer -checkpoint CK -image digit.png                             # one image (PNG, grey or colour)
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	_ "image/png"
+	"os"
+	"runtime"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "infer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
+	ck := fs.String("checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata)")
+	model := fs.String("model", "", "model preset or JSON config, only for a state dict without config metadata")
+	data := fs.String("data", "embedded", "data set to evaluate: embedded, mnist, fashion, cifar10, or affnist / affnist-embedded (AffNIST generated from the MNIST / embedded test digits)")
+	dataDir := fs.String("data-dir", "", "directory holding the data set")
+	img := fs.String("image", "", "classify this PNG image instead of evaluating a data set")
+	batch := fs.Int("batch", 100, "batch size")
+	threads := fs.Int("threads", runtime.NumCPU(), "replicas (one per core)")
+	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *batch <= 0 || *threads <= 0 {
+		return fmt.Errorf("-batch and -threads must be positive")
+	}
+	var cfg *capsnet.Config
+	if *model != "" {
+		c, err := capsnet.LoadConfig(*model)
+		if err != nil {
+			return fmt.Errorf("-model: %w", err)
+		}
+		cfg = &c
+	}
+	p, _, err := capsnet.LoadCheckpoint(*ck, cfg)
+	if err != nil {
+		return fmt.Errorf("-checkpoint: %w", err)
+	}
+	if *img != "" {
+		return classify(p, *img)
+	}
+	ds, err := loadEval(*data, *dataDir, *seed)
+	if err != nil {
+		return fmt.Errorf("-data %s: %w", *data, err)
+	}
+	placement := train.PlacementNone
+	in := p.Config.Input
+	if in[1] != ds.H || in[2] != ds.W {
+		placement = train.PlacementCenter
+	}
+	if in[0] != ds.C {
+		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
+	}
+	b := min(*batch, ds.N)
+	tr, err := train.NewTrainer(p, b, *threads, kernels.AdamParams{})
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	vb, err := train.NewBatcher(ds, train.BatchConfig{Size: b, Placement: placement, CanvasH: in[1], CanvasW: in[2]})
+	if err != nil {
+		return err
+	}
+	conf, acc, secs, err := tr.Confusion(vb, p.Config.Classes)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("model %s, %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s), kernels %s)\n",
+		p.Config.Name, ds.Name, ds.N, 100*acc, float64(ds.N)/secs, b, len(tr.Reps), kernels.Impl())
+	fmt.Println("confusion matrix (rows: true class, columns: predicted):")
+	fmt.Print("     ")
+	for j := range conf {
+		fmt.Printf("%6d", j)
+	}
+	fmt.Println()
+	for i, row := range conf {
+		fmt.Printf("%4d ", i)
+		for _, v := range row {
+			fmt.Printf("%6d", v)
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+func loadEval(name, dir string, seed uint64) (*train.Dataset, error) {
+	switch name {
+	case "affnist", "affnist-embedded":
+		src := "mnist"
+		if name == "affnist-embedded" {
+			src = "embedded"
+		}
+		_, test, err := train.LoadNamed(src, dir)
+		if err != nil {
+			return nil, err
+		}
+		return train.AffNIST(test, seed)
+	}
+	_, test, err := train.LoadNamed(name, dir)
+	return test, err
+}
+
+func classify(p *capsnet.Params, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("-image: %w", err)
+	}
+	defer f.Close()
+	im, _, err := image.Decode(f)
+	if err != nil {
+		return fmt.Errorf("-image %s: %w", path, err)
+	}
+	in := p.Config.Input
+	r := im.Bounds()
+	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
+		return fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), p.Config.Name, in[0], in[1], in[2])
+	}
+	n, err := capsnet.NewNet(p, 1)
+	if err != nil {
+		return err
+	}
+	x := n.X.Data()
+	oy, ox := (in[1]-r.Dy())/2, (in[2]-r.Dx())/2
+	for y := 0; y < r.Dy(); y++ {
+		for xx := 0; xx < r.Dx(); xx++ {
+			cr, cg, cb, _ := im.At(r.Min.X+xx, r.Min.Y+y).RGBA()
+			x[(oy+y)*in[2]+ox+xx] = float32(cr+cg+cb) / (3 * 65535)
+		}
+	}
+	n.MaskByLabel = false
+	if err := n.Forward(); err != nil {
+		return err
+	}
+	fmt.Printf("%s: class %d\n", path, n.Pred()[0])
+	fmt.Println("capsule lengths:")
+	for j, v := range n.Norms() {
+		fmt.Printf("  %d: %.4f\n", j, v)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+// Command train trains a CapsNet. With no flags it trains the default model
+// on the MNIST subset embedded in the binary, printing progress, accuracy,
+// throughput and the kernel implementation, and writes its checkpoint to
+// ./runs/default.
+//
+//	go run ./tools/train                                 # default run
+//	go run ./tools/train -model sabour -data mnist       # full MNIST (./build.sh data first)
+//	go run ./tools/train -model deep -data mnist -target 0.992 -epochs 100
+//	go run ./tools/train -resume runs/default            # continue a run
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "train:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	model := fs.String("model", "tiny-deep-mnist40", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file")
+	data := fs.String("data", "embedded", "data set: "+strings.Join(train.DataSets, ", "))
+	dataDir := fs.String("data-dir", "", "directory holding the data set (default: the cache, see ./build.sh data)")
+	epochs := fs.Int("epochs", 0, "epochs (default: 4 for the embedded data, 30 otherwise)")
+	batch := fs.Int("batch", 0, "batch size (default: 64 for the embedded data, the paper's 512 otherwise)")
+	threads := fs.Int("threads", runtime.NumCPU(), "data-parallel replicas (one per core)")
+	lr := fs.Float64("lr", 1e-3, "initial learning rate (decays ×0.97 per epoch)")
+	decay := fs.Float64("decay", 0.97, "learning-rate decay per epoch")
+	wd := fs.Float64("weight-decay", 1e-6, "Adam weight decay")
+	target := fs.Float64("target", 0, "stop when validation accuracy reaches this (e.g. 0.992; 0 = never)")
+	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
+	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson")
+	resume := fs.String("resume", "", "continue from this run directory or checkpoint")
+	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
+	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	}
+	if *impl != "" {
+		if err := kernels.Use(*impl); err != nil {
+			return fmt.Errorf("-kernels: %w", err)
+		}
+	}
+	cfg, err := capsnet.LoadConfig(*model)
+	if err != nil {
+		return fmt.Errorf("-model: %w", err)
+	}
+	trainSet, testSet, err := train.LoadNamed(*data, *dataDir)
+	if err != nil {
+		return fmt.Errorf("-data %s: %w", *data, err)
+	}
+	o := train.DefaultOptions(cfg)
+	o.Train, o.Val = trainSet, testSet
+	if cfg.Input[1] != trainSet.H || cfg.Input[2] != trainSet.W {
+		// The paper's recipe: digits at a random position on an empty canvas
+		// for training, centred for validation.
+		o.TrainPlacement, o.ValPlacement, o.Canvas = train.PlacementRandom, train.PlacementCenter, cfg.Input[1]
+	}
+	o.Epochs, o.Batch = 30, 512
+	if *data == "embedded" {
+		o.Epochs, o.Batch = 4, 64
+	}
+	if *epochs != 0 {
+		o.Epochs = *epochs
+	}
+	if *batch != 0 {
+		o.Batch = *batch
+	}
+	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
+	o.TargetAcc, o.Seed, o.OutDir, o.Resume = *target, *seed, *out, *resume
+	o.Log = os.Stdout
+	o.Progress = !*plain && isTerminal(os.Stdout)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images), %d epochs, batch %d, kernels %s\n",
+		cfg.Name, trainSet.Name, trainSet.N, testSet.N, o.Epochs, o.Batch, kernels.Impl())
+	res, err := train.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if res.Interrupted {
+		return nil
+	}
+	last := res.Epochs[len(res.Epochs)-1]
+	fmt.Printf("done: validation accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
+	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *data)
+	return nil
+}
+
+func presetHint() []string {
+	return []string{"tiny-deep-mnist40", "deep", "deep-uniform", "sabour", "deep-nN-dD-LL"}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

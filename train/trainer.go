@@ -1,0 +1,206 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/kernels"
+)
+
+// Trainer runs data-parallel training steps of one model: Threads replicas
+// (compiled Nets) share the parameters, each takes a fixed slice of the
+// batch, and their gradients are reduced in replica order, so a run is
+// reproducible for a given seed and thread count. Nothing in Step allocates.
+type Trainer struct {
+	P      *capsnet.Params
+	Reps   []*capsnet.Net
+	Adam   kernels.AdamParams
+	Step   int // optimizer steps taken
+	Batch  int
+	starts []int // first sample of each replica
+
+	opt    *graph.Arena
+	m, v   []*graph.Buf // Adam moments per parameter
+	grad   []*graph.Buf // reduced gradient per parameter
+	work   []chan struct{}
+	done   chan error
+	lossM  []float64
+	lossR  []float64
+	closed bool
+	// evalOnly makes the workers run Forward only (evaluation).
+	evalOnly bool
+}
+
+// NewTrainer compiles threads replicas for a total batch size batch (split
+// as evenly as possible) and allocates the optimizer state.
+func NewTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams) (*Trainer, error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("batch %d must be positive", batch)
+	}
+	if threads <= 0 {
+		return nil, fmt.Errorf("threads %d must be positive", threads)
+	}
+	threads = min(threads, batch)
+	t := &Trainer{P: p, Adam: adam, Batch: batch, opt: graph.NewArena(), done: make(chan error, threads)}
+	start := 0
+	for r := 0; r < threads; r++ {
+		b := batch / threads
+		if r < batch%threads {
+			b++
+		}
+		n, err := capsnet.NewNet(p, b)
+		if err != nil {
+			return nil, err
+		}
+		t.Reps = append(t.Reps, n)
+		t.starts = append(t.starts, start)
+		start += b
+	}
+	for _, q := range p.List {
+		t.m = append(t.m, t.opt.Alloc("adam.m."+q.Name, graph.State, q.Buf.Len()))
+		t.v = append(t.v, t.opt.Alloc("adam.v."+q.Name, graph.State, q.Buf.Len()))
+		t.grad = append(t.grad, t.opt.Alloc("grad."+q.Name, graph.Grad, q.Buf.Len()))
+	}
+	if err := t.opt.Seal(); err != nil {
+		return nil, err
+	}
+	t.lossM = make([]float64, threads)
+	t.lossR = make([]float64, threads)
+	for r := range t.Reps {
+		ch := make(chan struct{})
+		t.work = append(t.work, ch)
+		go t.worker(r, ch)
+	}
+	return t, nil
+}
+
+func (t *Trainer) worker(r int, ch chan struct{}) {
+	n := t.Reps[r]
+	for range ch {
+		err := n.Forward()
+		if err == nil && !t.evalOnly {
+			err = n.Backward()
+		}
+		if err == nil {
+			t.lossM[r], t.lossR[r], _ = n.Loss()
+		}
+		if err != nil {
+			err = fmt.Errorf("replica %d: %w", r, err)
+		}
+		t.done <- err
+	}
+}
+
+// Close stops the replica goroutines.
+func (t *Trainer) Close() {
+	if t.closed {
+		return
+	}
+	t.closed = true
+	for _, ch := range t.work {
+		close(ch)
+	}
+}
+
+// Plan is the memory plan of parameters, optimizer state and all replicas.
+func (t *Trainer) Plan() graph.Plan {
+	p := t.P.Arena.Plan().Add(t.opt.Plan())
+	for _, n := range t.Reps {
+		p = p.Add(n.Plan())
+	}
+	return p
+}
+
+// TrainStep runs forward and backward on x (Batch images, NCHW) and labels,
+// reduces the gradients and applies one Adam step with learning rate lr.
+// It returns the batch-mean margin and reconstruction losses.
+func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, recon float64, err error) {
+	if len(labels) != t.Batch {
+		return 0, 0, fmt.Errorf("train step: %d labels for a batch of %d", len(labels), t.Batch)
+	}
+	img := t.Reps[0].X.Len() / t.Reps[0].Batch
+	if len(x) != t.Batch*img {
+		return 0, 0, fmt.Errorf("train step: x has %d values, want %d", len(x), t.Batch*img)
+	}
+	if err := t.run(x, labels, false); err != nil {
+		return 0, 0, err
+	}
+	// Reduce: the batch mean is Σ_r (b_r/B)·(mean over replica r), summed
+	// in replica order for reproducibility.
+	for r, n := range t.Reps {
+		w := float32(n.Batch) / float32(t.Batch)
+		margin += float64(w) * t.lossM[r]
+		recon += float64(w) * t.lossR[r]
+	}
+	if math.IsNaN(margin) || math.IsNaN(recon) || math.IsInf(margin+recon, 0) {
+		return margin, recon, fmt.Errorf("loss is NaN or infinite (margin %v, reconstruction %v): training diverged; lower -lr", margin, recon)
+	}
+	t.Step++
+	for i, q := range t.P.List {
+		if !q.Trainable {
+			continue
+		}
+		g := t.grad[i].Data()
+		for r, n := range t.Reps {
+			w := float32(n.Batch) / float32(t.Batch)
+			src := n.Grads[i].Data()
+			if r == 0 {
+				for k, v := range src {
+					g[k] = w * v
+				}
+			} else {
+				for k, v := range src {
+					g[k] += w * v
+				}
+			}
+		}
+		a := t.Adam
+		a.LR = lr
+		if err := kernels.AdamStep(a, t.Step, q.Buf.Data(), g, t.m[i].Data(), t.v[i].Data()); err != nil {
+			return margin, recon, fmt.Errorf("adam %s: %w", q.Name, err)
+		}
+	}
+	return margin, recon, nil
+}
+
+// run scatters the batch over the replicas and runs them in parallel.
+func (t *Trainer) run(x []float32, labels []int, evalOnly bool) (err error) {
+	img := t.Reps[0].X.Len() / t.Reps[0].Batch
+	for r, n := range t.Reps {
+		s := t.starts[r]
+		copy(n.X.Data(), x[s*img:(s+n.Batch)*img])
+		copy(n.Labels, labels[s:s+n.Batch])
+		n.MaskByLabel = !evalOnly
+	}
+	t.evalOnly = evalOnly
+	for _, ch := range t.work {
+		ch <- struct{}{}
+	}
+	for range t.work {
+		if e := <-t.done; e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Predict runs the forward pass on a full batch (inference: the decoder is
+// masked by the predicted class) and writes the predicted classes to pred.
+func (t *Trainer) Predict(x []float32, labels []int, pred []int) error {
+	if len(labels) != t.Batch || len(pred) != t.Batch {
+		return fmt.Errorf("predict: labels and pred must hold %d entries", t.Batch)
+	}
+	if err := t.run(x, labels, true); err != nil {
+		return err
+	}
+	for r, n := range t.Reps {
+		copy(pred[t.starts[r]:], n.Pred())
+	}
+	return nil
+}
+
+// Moments exposes the optimizer state for checkpoints: Adam's first and
+// second moments of parameter i, in the parameter's internal layout.
+func (t *Trainer) Moments(i int) (m, v []float32) { return t.m[i].Data(), t.v[i].Data() }
