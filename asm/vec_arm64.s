@@ -4,9 +4,12 @@
 
 // NEON kernels for the non-GEMM primitives of package kernels. Every kernel
 // vectorizes over the contiguous column index, 4 float32 per Q register, with
-// 16-column and 4-column blocks and a 1-column tail. The 1-column tail runs
-// the same vector code on lane 0 only: FMOVS loads a single float into lane 0
-// and zeroes lanes 1-3, FMOVS stores lane 0.
+// 16-column and 4-column blocks and a 1-column tail. The 1-column tails use
+// scalar FP instructions, or the block's vector code on lane 0 only (FMOVS
+// loads a single float into lane 0 and zeroes lanes 1-3; FMOVS stores lane
+// 0), so that tails get the same exp and the same operation order as the
+// vector blocks. Nothing outside the elements of the equivalent Go loop is
+// read or written.
 //
 // The Go assembler lacks the vector floating-point arithmetic of A64
 // Advanced SIMD, so those instructions are emitted as WORDs by the macros

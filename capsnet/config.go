@@ -127,8 +127,8 @@ func deepConfig(n, d, L, r int, uniform bool, hw int, convs []ConvConfig, dec []
 	return c
 }
 
-// Presets returns the named model configurations: sabour, deep (n=16, d=8,
-// L=4, r=10), deep-uniform, the test models tiny-sabour, tiny-deep,
+// Presets returns the named model configurations: sabour, sabour-small,
+// deep (n=16, d=8, L=4, r=10), deep-uniform, the test models tiny-sabour, tiny-deep,
 // tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), and the
 // paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64).
 func Presets() map[string]Config {
@@ -137,6 +137,13 @@ func Presets() map[string]Config {
 		"deep":         Deep(16, 8, 4, 10, false),
 		"deep-uniform": Deep(16, 8, 4, 10, true),
 	}
+	// sabour-small: Sabour's architecture at a quarter of the channels and
+	// half the primary maps (576 primary capsules); the default of
+	// tools/train, which must train in about two minutes on a laptop.
+	ss := Sabour()
+	ss.Name = "sabour-small"
+	ss.Convs[0].Out, ss.Convs[1].Out = 64, 128
+	p["sabour-small"] = ss
 	ts := Sabour()
 	ts.Name = "tiny-sabour"
 	ts.Convs[0].Out, ts.Convs[1].Out, ts.PrimaryDim = 16, 16, 4

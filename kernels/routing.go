@@ -31,6 +31,10 @@ func (sh RoutingShape) check() error {
 	if sh.Squash != SquashMazzia && sh.Squash != SquashSabour {
 		return fmt.Errorf("bad shape %+v: unknown squash kind %v", sh, sh.Squash)
 	}
+	// The work buffer is the largest: Batch·r·(NOut·NIn + 2·D·NOut) + ….
+	if !capsSizeOK(max(sh.Batch, 1), sh.iters(), sh.NOut, sh.D+2, sh.NIn+2) {
+		return fmt.Errorf("bad shape %+v: tensor sizes overflow", sh)
+	}
 	return nil
 }
 
@@ -152,7 +156,9 @@ func capsT(rows, cols int, src, dst []float32) {
 // In the layouts of RoutingShape, every step is a long vector operation over
 // the input capsules i: s[:,j] = Û_j·c[j,:] (gemvN, Û_j the D×NIn block of
 // uhat for output j) and logits[j,:] += Û_jᵀ·v[:,j] (gemvT); the softmax
-// over j runs across rows for every column i.
+// over j runs across rows for every column i. The agreement update of
+// iteration t is made in the pass of iteration t+1, block of input capsules
+// by block (see routingChunk), so that each iteration reads Û once.
 //
 // A NaN in uhat propagates to v: to the output capsule j it votes for in the
 // first iteration, and through the agreement update to every output of that
@@ -263,7 +269,10 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 //	dÛ_j    += gs[:,j] ⊗ c_t[j,:];  dc[j,:] = Û_jᵀ·gs[:,j]
 //	gL      += softmaxGrad(c_t, dc)
 //
-// and finally dprior += gL. It runs on one goroutine, does not allocate, and
+// and finally dprior += gL. As in the forward, each iteration makes one
+// pass over Û and dÛ: the gradient of s_t, the softmax gradient and the
+// agreement gradient of iteration t−1 are done block of input capsules by
+// block. It runs on one goroutine, does not allocate, and
 // returns an error (never panics) on a bad shape, a tensor slice whose
 // length is not exactly its size, or a short work buffer. Batch = 0 is a
 // no-op.

@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // VotesShape describes a fully connected capsule votes layer: Batch samples,
 // NIn input capsules of dimension DIn, NOut output capsules of dimension
@@ -20,7 +23,25 @@ func (sh VotesShape) check() error {
 	if sh.Batch < 0 || sh.NIn < 1 || sh.NOut < 1 || sh.DIn < 1 || sh.DOut < 1 {
 		return fmt.Errorf("bad shape %+v: Batch must be >= 0 and NIn, NOut, DIn, DOut >= 1", sh)
 	}
+	if !capsSizeOK(max(sh.Batch, 1), sh.NOut, sh.DOut, sh.DIn, sh.NIn) {
+		return fmt.Errorf("bad shape %+v: tensor sizes overflow", sh)
+	}
 	return nil
+}
+
+// capsSizeOK reports whether the product of the non-negative dims fits in
+// an int with room to spare (below 2⁶²/16 on 64-bit), so that size and
+// index arithmetic on them cannot overflow.
+func capsSizeOK(dims ...int) bool {
+	const limit = math.MaxInt >> 5
+	p := 1
+	for _, d := range dims {
+		if d < 0 || d > 0 && p > limit/d {
+			return false
+		}
+		p *= d
+	}
+	return true
 }
 
 // votesChunk is the number of input capsules processed together. The
@@ -52,6 +73,7 @@ func votesChunk(sh VotesShape) int {
 // votesBlockBytes the size of a block of W otherwise; variables so that the
 // tests can force blocking on small shapes.
 var votesWholeBytes, votesBlockBytes = 8 << 20, 256 << 10
+var votesBGroup = 1 << 30
 
 // capsCheckLen reports an error unless len(x) == want (or x is nil and
 // nilOK).
@@ -171,10 +193,13 @@ func VotesBackward(sh VotesShape, dw, du, w, u, duhat []float32) error {
 		}
 		if dw != nil {
 			// dw[jk,l,chunk] += Σ_b duhat[b,jk,chunk] ⊙ u[b,l,chunk].
-			for jk := 0; jk < rows; jk++ {
-				a := capsSpan(duhat, jk*nIn+i0, bs, rows*nIn, n)
-				for l := 0; l < dIn; l++ {
-					o.mulAddRows(bs, n, a, rows*nIn, capsSpan(u, l*nIn+i0, bs, dIn*nIn, n), dIn*nIn, dw[(jk*dIn+l)*nIn+i0:][:n])
+			for b0 := 0; b0 < bs; b0 += votesBGroup {
+				g := min(votesBGroup, bs-b0)
+				for jk := 0; jk < rows; jk++ {
+					a := capsSpan(duhat, (b0*rows+jk)*nIn+i0, g, rows*nIn, n)
+					for l := 0; l < dIn; l++ {
+						o.mulAddRows(g, n, a, rows*nIn, capsSpan(u, (b0*dIn+l)*nIn+i0, g, dIn*nIn, n), dIn*nIn, dw[(jk*dIn+l)*nIn+i0:][:n])
+					}
 				}
 			}
 		}
@@ -258,8 +283,8 @@ func PriorToTorch(nIn, nOut int, dst, src []float32) error {
 // capsTranspose sets dst[b,c,r] = src[b,r,c] for batch matrices of
 // rows×cols.
 func capsTranspose(fn string, batch, rows, cols int, dst, src []float32) error {
-	if batch < 0 || rows < 0 || cols < 0 {
-		return fmt.Errorf("kernels.%s: negative dimension (%d, %d, %d)", fn, batch, rows, cols)
+	if !capsSizeOK(batch, rows, cols) {
+		return fmt.Errorf("kernels.%s: bad dimensions (%d, %d, %d): negative or overflowing", fn, batch, rows, cols)
 	}
 	size := batch * rows * cols
 	if err := capsCheckLen(fn, "dst", dst, size, false); err != nil {

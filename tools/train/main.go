@@ -33,10 +33,10 @@ func main() {
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	model := fs.String("model", "tiny-deep-mnist40", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file")
+	model := fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file")
 	data := fs.String("data", "embedded", "data set: "+strings.Join(train.DataSets, ", "))
 	dataDir := fs.String("data-dir", "", "directory holding the data set (default: the cache, see ./build.sh data)")
-	epochs := fs.Int("epochs", 0, "epochs (default: 4 for the embedded data, 30 otherwise)")
+	epochs := fs.Int("epochs", 0, "epochs (default: 5 for the embedded data, 30 otherwise)")
 	batch := fs.Int("batch", 0, "batch size (default: 64 for the embedded data, the paper's 512 otherwise)")
 	threads := fs.Int("threads", runtime.NumCPU(), "data-parallel replicas (one per core)")
 	lr := fs.Float64("lr", 1e-3, "initial learning rate (decays ×0.97 per epoch)")
@@ -79,7 +79,7 @@ func run(args []string) error {
 	}
 	o.Epochs, o.Batch = 30, 512
 	if *data == "embedded" {
-		o.Epochs, o.Batch = 4, 64
+		o.Epochs, o.Batch = 5, 64
 	}
 	if *epochs != 0 {
 		o.Epochs = *epochs
@@ -110,7 +110,7 @@ func run(args []string) error {
 }
 
 func presetHint() []string {
-	return []string{"tiny-deep-mnist40", "deep", "deep-uniform", "sabour", "deep-nN-dD-LL"}
+	return []string{"sabour-small", "sabour", "deep", "deep-uniform", "deep-nN-dD-LL"}
 }
 
 func isTerminal(f *os.File) bool {

@@ -1,0 +1,235 @@
+package capsnet
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPresetsValidate(t *testing.T) {
+	ps := Presets()
+	if len(ps) < 100 {
+		t.Fatalf("only %d presets; the paper's grid alone has 96", len(ps))
+	}
+	for name, c := range ps {
+		if err := c.Validate(); err != nil {
+			t.Errorf("preset %s: %v", name, err)
+		}
+	}
+	g, err := Sabour().Geometry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.PrimaryN != 1152 || g.ConvOut[1] != [3]int{256, 6, 6} {
+		t.Errorf("Sabour geometry: %d primary capsules, prim output %v; want 1152, [256 6 6]", g.PrimaryN, g.ConvOut[1])
+	}
+	g, err = Deep(16, 8, 4, 10, false).Geometry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.PrimaryN != 16 || g.Kernel[4] != 7 || g.ConvOut[4] != [3]int{128, 1, 1} {
+		t.Errorf("deep geometry: %d primary capsules, dw kernel %d, output %v", g.PrimaryN, g.Kernel[4], g.ConvOut[4])
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		json, want string
+	}{
+		{`{"name":"x"`, "unexpected EOF"},
+		{`{"bogus":1}`, "unknown field"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":40,"stride":1}]}`, "kernel 40 larger"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":10,"kernel":3,"stride":1}],"primary_dim":4}`, "primary_dim 4"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":0}]}`, "stride"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"magic","iters":3,"squash":"sabour"}]}`, "routing \"magic\""},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":9,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10}`, "last capsule layer has 9"},
+	} {
+		_, err := ParseConfig([]byte(tc.json), "test.json")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test.json") {
+			t.Errorf("config %s: error %v, want one naming test.json and containing %q", tc.json, err, tc.want)
+		}
+	}
+	if _, err := LoadConfig("no-such-model"); err == nil || !strings.Contains(err.Error(), "no-such-model") {
+		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+func TestConfigJSONRoundTrip(t *testing.T) {
+	for _, name := range []string{"sabour", "deep", "tiny-deep3"} {
+		c := Presets()[name]
+		back, err := ParseConfig([]byte(c.JSON()), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.JSON() != c.JSON() {
+			t.Errorf("%s: JSON round trip changed the config", name)
+		}
+	}
+}
+
+func TestCheckpointRoundTripAndLayouts(t *testing.T) {
+	p, err := NewParams(Presets()["tiny-deep3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(3)
+	// Make the (zero-initialised) priors non-trivial so the transpose is tested.
+	for _, q := range p.List {
+		if q.kind == prior {
+			for i := range q.Buf.Data() {
+				q.Buf.Data()[i] = float32(i)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	if err := p.SaveCheckpoint(path, map[string]string{"epoch": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	q, meta, err := LoadCheckpoint(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta["epoch"] != "7" || meta["format"] != CheckpointFormat {
+		t.Errorf("metadata %v", meta)
+	}
+	for i, a := range p.List {
+		b := q.List[i]
+		for k, v := range a.Buf.Data() {
+			if b.Buf.Data()[k] != v {
+				t.Fatalf("%s[%d]: %v after round trip, want %v", a.Name, k, b.Buf.Data()[k], v)
+			}
+		}
+	}
+	// The torch layout of a prior is (n_in, n_out): element (i, j) = internal (j, i).
+	ts := p.TorchTensors()
+	pr := p.Get("caps.0.b")
+	nIn, nOut := pr.TorchShape[0], pr.TorchShape[1]
+	if ts["caps.0.b"].Data[1*nOut+2] != pr.Buf.Data()[2*nIn+1] {
+		t.Errorf("prior layout conversion wrong")
+	}
+}
+
+func TestCheckpointBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := NewParams(Presets()["tiny-deep"])
+	p.Init(1)
+	good := filepath.Join(dir, "good.safetensors")
+	if err := p.SaveCheckpoint(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(good)
+	write := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, b, 0o644)
+		return path
+	}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{write("trunc.safetensors", raw[:len(raw)-100]), "truncated"},
+		{write("short.safetensors", raw[:5]), "truncated"},
+		{write("hdr.safetensors", raw[:40]), "truncated"},
+		{write("junk.safetensors", []byte("\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")), "corrupt JSON"},
+		{write("huge.safetensors", []byte("\xff\xff\xff\xff\xff\xff\xff\xff")), "header length"},
+		{filepath.Join(dir, "missing.safetensors"), "no such file"},
+	} {
+		_, _, err := LoadCheckpoint(tc.path, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Base(tc.path)) {
+			t.Errorf("%s: error %v, want one naming the file and containing %q", filepath.Base(tc.path), err, tc.want)
+		}
+	}
+	// A checkpoint of another model, and one holding NaN.
+	other := Presets()["tiny-deep3"]
+	if _, _, err := LoadCheckpoint(good, &other); err != nil {
+		t.Fatalf("metadata config must win over the hint: %v", err)
+	}
+	ts := p.TorchTensors()
+	ts["caps.0.W"].Data[3] = float32(math.NaN())
+	nan := filepath.Join(dir, "nan.safetensors")
+	WriteSafeTensors(nan, ts, map[string]string{"config": p.Config.JSON()})
+	if _, _, err := LoadCheckpoint(nan, nil); err == nil || !strings.Contains(err.Error(), "caps.0.W") {
+		t.Errorf("NaN weights: %v", err)
+	}
+	ts["caps.0.W"].Data[3] = 0
+	delete(ts, "dec.fc1.bias")
+	miss := filepath.Join(dir, "miss.safetensors")
+	WriteSafeTensors(miss, ts, map[string]string{"config": p.Config.JSON()})
+	if _, _, err := LoadCheckpoint(miss, nil); err == nil || !strings.Contains(err.Error(), "dec.fc1.bias") {
+		t.Errorf("missing tensor: %v", err)
+	}
+}
+
+func TestAtomicWriteKeepsOldFileOnError(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.safetensors")
+	ts := map[string]Tensor{"a": {Shape: []int{2}, Data: []float32{1, 2}}}
+	if err := WriteSafeTensors(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]Tensor{"a": {Shape: []int{3}, Data: []float32{1, 2}}}
+	if err := WriteSafeTensors(path, bad, nil); err == nil {
+		t.Fatal("inconsistent tensor accepted")
+	}
+	st, err := ReadSafeTensors(path)
+	if err != nil || st.Tensors["a"].Data[1] != 2 {
+		t.Fatalf("old file damaged: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestNetNoAllocs(t *testing.T) {
+	p, err := NewParams(Presets()["tiny-deep3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	n, err := NewNet(p, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.X.Data() {
+		n.X.Data()[i] = float32(i%7) / 7
+	}
+	copy(n.Labels, []int{1, 5, 9})
+	step := func() {
+		if err := n.Forward(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Backward(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if a := testing.AllocsPerRun(5, step); a != 0 {
+		t.Errorf("forward+backward allocates %.1f times per step", a)
+	}
+	n.MaskByLabel = false
+	infer := func() {
+		if err := n.Forward(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := testing.AllocsPerRun(5, infer); a != 0 {
+		t.Errorf("inference allocates %.1f times per batch", a)
+	}
+}
+
+func TestNetRejectsNaNAndBadLabels(t *testing.T) {
+	p, _ := NewParams(Presets()["tiny-deep"])
+	p.Init(1)
+	n, _ := NewNet(p, 2)
+	n.Labels[0], n.Labels[1] = 3, 11
+	if err := n.Forward(); err == nil || !strings.Contains(err.Error(), "labels[1]") {
+		t.Errorf("label 11: %v", err)
+	}
+	n.Labels[1] = 2
+	n.X.Data()[5] = float32(math.NaN())
+	if err := n.Forward(); err == nil || !strings.Contains(err.Error(), "NaN") {
+		t.Errorf("NaN input: %v", err)
+	}
+}

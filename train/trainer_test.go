@@ -1,0 +1,188 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
+)
+
+func smallData(t *testing.T) (*Dataset, *Dataset) {
+	t.Helper()
+	tr, te, err := LoadEmbeddedMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ = tr.Slice(0, 96)
+	te, _ = te.Slice(0, 50)
+	return tr, te
+}
+
+func tinyOptions(t *testing.T, out string) Options {
+	tr, te := smallData(t)
+	o := DefaultOptions(capsnet.Presets()["tiny-deep"])
+	o.Train, o.Val, o.Batch, o.Threads, o.Epochs, o.OutDir = tr, te, 16, 2, 2, out
+	return o
+}
+
+func paramsOf(t *testing.T, dir string) map[string]capsnet.Tensor {
+	t.Helper()
+	st, err := capsnet.ReadSafeTensors(filepath.Join(dir, CheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Tensors
+}
+
+func sameTensors(a, b map[string]capsnet.Tensor) (string, bool) {
+	for k, ta := range a {
+		tb := b[k]
+		for i := range ta.Data {
+			if ta.Data[i] != tb.Data[i] {
+				return k, false
+			}
+		}
+	}
+	return "", true
+}
+
+// TestRunReproducibleAndResumable trains twice with the same seed and
+// threads (bitwise identical checkpoints), then once for one epoch and a
+// resume for the second (identical again: the optimizer state and the
+// per-epoch data order are restored).
+func TestRunReproducibleAndResumable(t *testing.T) {
+	base := t.TempDir()
+	run := func(dir string, epochs int, resume string) *Result {
+		o := tinyOptions(t, dir)
+		o.Epochs, o.Resume = epochs, resume
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b, c := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "c")
+	ra := run(a, 2, "")
+	run(b, 2, "")
+	if k, ok := sameTensors(paramsOf(t, a), paramsOf(t, b)); !ok {
+		t.Fatalf("two runs with the same seed differ in %s", k)
+	}
+	run(c, 1, "")
+	rc := run(c, 2, c)
+	if k, ok := sameTensors(paramsOf(t, a), paramsOf(t, c)); !ok {
+		t.Fatalf("resumed run differs from the uninterrupted one in %s", k)
+	}
+	if len(ra.Epochs) != 2 || len(rc.Epochs) != 1 || rc.Epochs[0].Epoch != 2 {
+		t.Fatalf("epochs: uninterrupted %+v, resumed %+v", ra.Epochs, rc.Epochs)
+	}
+	// metrics.ndjson: one JSON object per epoch.
+	raw, err := os.ReadFile(filepath.Join(c, MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("metrics has %d lines, want 2", len(lines))
+	}
+	for _, l := range lines {
+		var m EpochMetrics
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.ImgPerSec <= 0 || m.Kernels != kernels.Impl() {
+			t.Errorf("metrics line %q: %v", l, err)
+		}
+	}
+}
+
+// TestRunInterrupted cancels the context (as Ctrl-C does): the run stops
+// after the current step and leaves a loadable checkpoint.
+func TestRunInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyOptions(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted {
+		t.Fatal("run not marked interrupted")
+	}
+	if _, _, err := capsnet.LoadCheckpoint(filepath.Join(dir, CheckpointName), nil); err != nil {
+		t.Fatalf("checkpoint after interrupt: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+func TestRunBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Batch = 0 }, "-batch"},
+		{func(o *Options) { o.LR = -1 }, "-lr"},
+		{func(o *Options) { o.Epochs = 0 }, "-epochs"},
+		{func(o *Options) { o.TargetAcc = 3 }, "-target"},
+		{func(o *Options) { o.Model = capsnet.Presets()["deep"] }, "40×40"},
+		{func(o *Options) { o.Resume = "/nonexistent/run" }, "resume"},
+	} {
+		o := tinyOptions(t, t.TempDir())
+		tc.mod(&o)
+		if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one mentioning %q", err, tc.want)
+		}
+	}
+}
+
+func TestRunDivergenceIsAnError(t *testing.T) {
+	o := tinyOptions(t, t.TempDir())
+	o.LR = 1e30
+	o.Epochs = 3
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "NaN") && !strings.Contains(err.Error(), "diverged") {
+		t.Errorf("lr 1e30: error %v, want a divergence error", err)
+	}
+}
+
+func TestTrainStepNoAllocs(t *testing.T) {
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	tr, err := NewTrainer(p, 8, 2, kernels.DefaultAdamParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	x := make([]float32, 8*28*28)
+	for i := range x {
+		x[i] = float32(i%13) / 13
+	}
+	labels := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	step := func() {
+		if _, _, err := tr.TrainStep(x, labels, 1e-3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if a := testing.AllocsPerRun(5, step); a != 0 {
+		t.Errorf("a training step allocates %.1f times", a)
+	}
+	pred := make([]int, 8)
+	infer := func() {
+		if err := tr.Predict(x, labels, pred); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := testing.AllocsPerRun(5, infer); a != 0 {
+		t.Errorf("inference allocates %.1f times per batch", a)
+	}
+}
