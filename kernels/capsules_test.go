@@ -174,13 +174,20 @@ func TestVotesVsRef(t *testing.T) {
 		// NIn = 300 is run with blocking forced on (votesWholeBytes = 0 and
 		// votesBlockBytes = 0: blocks of 64), so that it spans several blocks
 		// and a tail.
-		defer func(w, b int) { votesWholeBytes, votesBlockBytes = w, b }(votesWholeBytes, votesBlockBytes)
+		// NIn = 17 is run with the backward sums split into groups of 3 rows
+		// (votesGroupForce), as votesGroup does for 4 KiB-aliased strides.
+		defer func(w, b, g int) {
+			votesWholeBytes, votesBlockBytes, votesGroupForce = w, b, g
+		}(votesWholeBytes, votesBlockBytes, votesGroupForce)
 		nIns := []int{1, 3, 17, 100, 300}
 		n, blocked := 0, 0
 		for _, nIn := range nIns {
-			votesWholeBytes, votesBlockBytes = 8<<20, 256<<10
+			votesWholeBytes, votesBlockBytes, votesGroupForce = 8<<20, 256<<10, 0
 			if nIn == 300 {
 				votesWholeBytes, votesBlockBytes = 0, 0
+			}
+			if nIn == 17 {
+				votesGroupForce = 3
 			}
 			for _, nOut := range []int{1, 2, 5, 10} {
 				for _, dIn := range []int{1, 4, 8} {
@@ -831,12 +838,13 @@ func TestCapsConverters(t *testing.T) {
 func TestCapsNoAlloc(t *testing.T) {
 	capsEachImpl(t, func(t *testing.T) {
 		rng := rand.New(rand.NewSource(6))
-		vs := VotesShape{Batch: 3, NIn: 200, NOut: 5, DIn: 4, DOut: 8}
+		// NOut·DOut·NIn·4 = 8 KiB: the dW sum is split by votesGroup.
+		vs := VotesShape{Batch: 9, NIn: 256, NOut: 2, DIn: 4, DOut: 4}
 		w := capsRand(rng, vs.NOut*vs.DOut*vs.DIn*vs.NIn, 0, 1)
 		u := capsRand(rng, vs.Batch*vs.DIn*vs.NIn, 0, 1)
 		uhat := capsBuf(vs.Batch*vs.NOut*vs.DOut*vs.NIn, 0)
 		dw, du := capsBuf(len(w), 0), capsBuf(len(u), 0)
-		rs := RoutingShape{Batch: 3, NIn: 200, NOut: 5, D: 8, Iters: 3, Squash: SquashSabour}
+		rs := RoutingShape{Batch: 9, NIn: 256, NOut: 2, D: 4, Iters: 3, Squash: SquashSabour}
 		v, c := capsBuf(rs.Batch*rs.D*rs.NOut, 0), capsBuf(rs.Batch*rs.NOut*rs.NIn, 0)
 		prior, dprior := capsRand(rng, rs.NOut*rs.NIn, 0, 1), capsBuf(rs.NOut*rs.NIn, 0)
 		work := capsBuf(rs.WorkSize(), 0)

@@ -114,19 +114,22 @@ func (s ConvShape) Validate() error {
 //
 // The general path lowers the convolution to GEMMs: im2col writes the
 // receptive fields of a chunk of nb images as a K×(nb·P) matrix (K =
-// (InC/Groups)·KH·KW rows, P = OutH·OutW output positions per image,
-// image-major columns), and Y_g = W_g·col with W_g the OIHW weights of
-// group g read in place as an (OutC/Groups)×K row-major matrix.
+// (InC/Groups)·KH·KW rows, P = OutH·OutW output positions per image), and
+// Y_g = W_g·col with W_g the OIHW weights of group g read in place as an
+// (OutC/Groups)×K row-major matrix.
 //
 // Chunks of several images: a per-image GEMM is skinny when P is small.
 // Sabour's primary capsules have P = 36, so a per-image GEMM is
-// 256×36×20736 and its cost is dominated by packing the 21 MB weight matrix
-// once per image (the blocked GEMM packs op(A) once per nc-column block of
-// C: M·K memory traffic for M·N·K multiply-adds, at N = 36 as much time as
-// the arithmetic). nb is the largest image count with nb·P ≤
-// convTargetCols, then balanced over the batch (32 images of 36 columns:
-// 2 chunks of 16 = 576 columns rather than 28 + 4), so the weights are
-// packed once per chunk and the micro-kernel sees full column panels.
+// 256×36×20736: the blocked GEMM packs op(A), the 21 MB weight matrix,
+// once per call (M·K memory traffic for M·N·K multiply-adds: at N = 36
+// about as much time as the arithmetic) and its micro-kernel runs on
+// 36-column edges. When P < convMinCols, nb is the largest image count with
+// nb·P ≤ convTargetCols, balanced over the batch (32 images of 36
+// columns: 2 chunks of 16 = 576 columns rather than 28 + 4), so the
+// weights are packed once per chunk and the micro-kernel sees full column
+// panels. Measured on the primary capsules (avx512, batch 32): 29 GFLOP/s
+// per image, 64-80 GFLOP/s in chunks of 16. For wide outputs (P ≥
+// convMinCols) images stay one per GEMM; see convMinCols.
 //
 // Channel slabs: the full K×(nb·P) buffer of that chunk would be 20736×576
 // floats (48 MB). The reduction is instead split into slabs of cs input
@@ -136,19 +139,28 @@ func (s ConvShape) Validate() error {
 // it is still in cache, the scratch stays a few MB, and the weights are
 // still packed once per chunk in total.
 //
-// The GEMM result lands in a scratch (OutC/Groups)×(nb·P) matrix that is
-// scattered into NCHW y with the bias (when nb = 1 the GEMM writes y
-// directly). Backward data is dcol = W_gᵀ·dY per slab followed by col2im;
-// backward filter is dW_g[:, slab] += dY·colᵀ per slab.
+// The GEMM result of a chunk lands in a scratch (OutC/Groups)×(nb·P)
+// matrix that is scattered into NCHW y with the bias (when nb = 1 the GEMM
+// writes y directly). Backward data is dcol = W_gᵀ·dY per slab followed by
+// col2im; backward filter is dW_g[:, slab] += dY·colᵀ per slab.
 //
 // The depthwise case (InC/Groups = OutC/Groups = 1) would be a GEMM with one
 // row; it runs as a direct loop instead and needs no scratch.
-// They are variables only so that tests can force tiny chunks and slabs.
+//
+// The planning knobs below are variables only so that tests can force tiny
+// chunks and slabs; they are tuning constants, not configuration.
 var (
-	// convTargetCols bounds the GEMM width nb·P when choosing nb: the nc
-	// column block of the blocked Sgemm drivers (1024), so that one chunk
-	// is one column block and op(A) is packed once per chunk.
+	// convTargetCols bounds the GEMM width nb·P when choosing nb. 1024
+	// measured at least as fast as 512 on every benchmark shape (deep-c3:
+	// 40 against 25-32 GFLOP/s) although the GEMM drivers' nc is 512.
 	convTargetCols = 1024
+	// convMinCols is the per-image GEMM width P from which images are not
+	// batched: the per-image path gathers straight from NCHW and lets the
+	// GEMM write y, while a batched chunk pays a transpose of x and a
+	// scatter of OutC/Groups·nb·P outputs, which costs more than it saves
+	// once P is this wide (Sabour's conv1, P = 400, K = 81: 69 GFLOP/s per
+	// image against 54 in pairs).
+	convMinCols = 256
 	// convMaxColFloats caps the im2col slab (cs·KH·KW·nb·P floats, 4 MiB);
 	// a slab of one channel is always allowed.
 	convMaxColFloats = 1 << 20
@@ -165,6 +177,9 @@ func (s ConvShape) convPlan() (nb, cs int) {
 	p := s.OutH() * s.OutW()
 	cg := s.InC / s.Groups
 	nb = min(max(convTargetCols/p, 1), s.Batch)
+	if p >= convMinCols {
+		nb = 1
+	}
 	chunks := (s.Batch + nb - 1) / nb
 	nb = (s.Batch + chunks - 1) / chunks
 	rowFloats := s.KH * s.KW * nb * p // col floats per channel
@@ -185,7 +200,11 @@ func (s ConvShape) WorkSize() int {
 	}
 	nb, cs := s.convPlan()
 	p := s.OutH() * s.OutW()
-	return nb * p * (cs*s.KH*s.KW + s.OutC/s.Groups)
+	n := nb * p * (cs*s.KH*s.KW + s.OutC/s.Groups)
+	if nb > 1 {
+		n += cs * s.InH * s.InW * nb // CHWN input slab
+	}
+	return n
 }
 
 // convCheck validates the shape and the length of the scratch.
@@ -320,78 +339,188 @@ func convRange(out, in, stride, pad, k int) (lo, hi int) {
 	return lo, hi
 }
 
-// convIm2col writes the receptive fields of images n0 … n0+nc−1, input
-// channels c0 … c0+cs−1 of group g, into col as a (cs·KH·KW)×(nc·P)
-// row-major matrix: row (c·KH+kh)·KW+kw, column i·P + oh·OutW + ow holds
-// x[n0+i, g·Cg+c0+c, oh·SH−PH+kh, ow·SW−PW+kw] (0 in the padding).
-//
-// Output rows are short (6 values for the primary capsules), so the
-// per-row work is kept to index arithmetic: padding is cleared only where
-// convRange says there is some, and the source index advances by a
-// constant per row.
-func convIm2col(s ConvShape, x []float32, n0, nc, g, c0, cs int, col []float32) {
+// Column order of the im2col matrix. With one image per chunk (nc = 1),
+// column p = oh·OutW + ow and im2col gathers straight from the NCHW planes
+// of x. With nc > 1 images the columns are image-minor, p·nc + i: the
+// slab's channels of the chunk are first transposed into a CHWN buffer xT
+// (xT[((c·InH + h)·InW + w)·nc + i] = x[n0+i, ci, h, w], one pass over the
+// input), after which every tap of every output position is a contiguous
+// run of nc values in xT, copied with copy() (and, for StrideW = 1, a whole
+// output row of taps is one run of OutW·nc values). This replaces scalar
+// stride-2 gathers of 6 values (the primary capsules' output rows) by
+// 64-byte block copies: in Go, without SIMD, the scalar gather cost about
+// a fifth of the GEMM time. The GEMM output and dY then use the same
+// image-minor order; scattering them to NCHW touches OutC/Groups values per
+// column, K times fewer than im2col.
+
+// convIm2col (nc = 1) writes the receptive fields of image n, input
+// channels c0 … c0+cs−1 of group g, into col as a (cs·KH·KW)×P row-major
+// matrix: row (c·KH+kh)·KW+kw, column oh·OutW + ow holds
+// x[n, g·Cg+c0+c, oh·SH−PH+kh, ow·SW−PW+kw] (0 in the padding).
+func convIm2col(s ConvShape, x []float32, n, g, c0, cs int, col []float32) {
 	oh, ow := s.OutH(), s.OutW()
 	p := oh * ow
 	cg := s.InC / s.Groups
 	hw := s.InH * s.InW
-	ld := nc * p
 	sw, rowStep := s.StrideW, s.StrideH*s.InW
 	for c := 0; c < cs; c++ {
 		ci := g*cg + c0 + c
+		xc := x[(n*s.InC+ci)*hw : (n*s.InC+ci+1)*hw]
 		for kh := 0; kh < s.KH; kh++ {
 			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
 			for kw := 0; kw < s.KW; kw++ {
 				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+				nx := xHi - xLo
+				dst := col[((c*s.KH+kh)*s.KW+kw)*p : ((c*s.KH+kh)*s.KW+kw+1)*p]
+				clear(dst[:yLo*ow])
+				clear(dst[yHi*ow:])
+				if nx <= 0 {
+					clear(dst[yLo*ow : yHi*ow])
+					continue
+				}
 				padX := xLo > 0 || xHi < ow
-				n := xHi - xLo
-				row := col[((c*s.KH+kh)*s.KW+kw)*ld:]
-				// Source offset of the first valid tap of row yLo.
-				ix0 := (yLo*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw
-				for i := 0; i < nc; i++ {
-					xc := x[((n0+i)*s.InC+ci)*hw : ((n0+i)*s.InC+ci+1)*hw]
-					dst := row[i*p : (i+1)*p]
-					if yLo > 0 {
-						clear(dst[:yLo*ow])
+				ix := (yLo*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw
+				for y := yLo; y < yHi; y++ {
+					d := dst[y*ow : (y+1)*ow]
+					if padX {
+						clear(d[:xLo])
+						clear(d[xHi:])
 					}
-					if yHi < oh {
-						clear(dst[yHi*ow:])
+					d = d[xLo:xHi]
+					switch sw {
+					case 1:
+						copy(d, xc[ix:ix+nx])
+					case 2:
+						// Unrolled by 4 with constant indices into
+						// re-sliced windows: two bounds checks per four
+						// values.
+						src := xc[ix : ix+2*nx-1]
+						j := 0
+						for ; j+4 <= nx; j += 4 {
+							s4 := src[2*j : 2*j+7]
+							d4 := d[j : j+4]
+							d4[0], d4[1], d4[2], d4[3] = s4[0], s4[2], s4[4], s4[6]
+						}
+						for ; j < nx; j++ {
+							d[j] = src[2*j]
+						}
+					default:
+						src := xc[ix : ix+sw*(nx-1)+1]
+						for j := range d {
+							d[j] = src[sw*j]
+						}
 					}
-					if n <= 0 {
-						clear(dst[yLo*ow : yHi*ow])
+					ix += rowStep
+				}
+			}
+		}
+	}
+}
+
+// convCol2im (nc = 1) adds the (cs·KH·KW)×P column matrix col back into
+// image n of dx (the adjoint of convIm2col): every entry is added to the
+// input element it was read from; padding entries are dropped.
+func convCol2im(s ConvShape, col []float32, n, g, c0, cs int, dx []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	p := oh * ow
+	cg := s.InC / s.Groups
+	hw := s.InH * s.InW
+	sw, rowStep := s.StrideW, s.StrideH*s.InW
+	for c := 0; c < cs; c++ {
+		ci := g*cg + c0 + c
+		xc := dx[(n*s.InC+ci)*hw : (n*s.InC+ci+1)*hw]
+		for kh := 0; kh < s.KH; kh++ {
+			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+			for kw := 0; kw < s.KW; kw++ {
+				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+				nx := xHi - xLo
+				if nx <= 0 {
+					continue
+				}
+				src := col[((c*s.KH+kh)*s.KW+kw)*p : ((c*s.KH+kh)*s.KW+kw+1)*p]
+				ix := (yLo*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw
+				for y := yLo; y < yHi; y++ {
+					d := src[y*ow+xLo : y*ow+xHi]
+					dst := xc[ix : ix+sw*(nx-1)+1]
+					if sw == 1 {
+						for j, v := range d {
+							dst[j] += v
+						}
+					} else {
+						for j, v := range d {
+							dst[sw*j] += v
+						}
+					}
+					ix += rowStep
+				}
+			}
+		}
+	}
+}
+
+// convTransposeIn copies channels ci0 … ci0+cs−1 of images n0 … n0+nc−1
+// into the CHWN buffer xT: xT[(c·InH·InW + q)·nc + i] = x[n0+i, ci0+c, q].
+func convTransposeIn(s ConvShape, x []float32, n0, nc, ci0, cs int, xT []float32) {
+	hw := s.InH * s.InW
+	for c := 0; c < cs; c++ {
+		t := xT[c*hw*nc : (c+1)*hw*nc]
+		for i := 0; i < nc; i++ {
+			src := x[((n0+i)*s.InC+ci0+c)*hw : ((n0+i)*s.InC+ci0+c+1)*hw]
+			for q, v := range src {
+				t[q*nc+i] = v
+			}
+		}
+	}
+}
+
+// convTransposeOut is the inverse of convTransposeIn: it writes the CHWN
+// buffer dxT into channels ci0 … ci0+cs−1 of images n0 … n0+nc−1 of dx
+// (overwriting them).
+func convTransposeOut(s ConvShape, dxT []float32, n0, nc, ci0, cs int, dx []float32) {
+	hw := s.InH * s.InW
+	for c := 0; c < cs; c++ {
+		t := dxT[c*hw*nc : (c+1)*hw*nc]
+		for i := 0; i < nc; i++ {
+			dst := dx[((n0+i)*s.InC+ci0+c)*hw : ((n0+i)*s.InC+ci0+c+1)*hw]
+			for q := range dst {
+				dst[q] = t[q*nc+i]
+			}
+		}
+	}
+}
+
+// convIm2colT (nc > 1) writes the (cs·KH·KW)×(P·nc) column matrix with
+// image-minor columns p·nc + i from the CHWN buffer xT of the slab.
+func convIm2colT(s ConvShape, xT []float32, nc, cs int, col []float32) {
+	oh, ow := s.OutH(), s.OutW()
+	ld := oh * ow * nc
+	hwn := s.InH * s.InW * nc
+	sw := s.StrideW
+	for c := 0; c < cs; c++ {
+		xc := xT[c*hwn : (c+1)*hwn]
+		for kh := 0; kh < s.KH; kh++ {
+			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
+			for kw := 0; kw < s.KW; kw++ {
+				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
+				dst := col[((c*s.KH+kh)*s.KW+kw)*ld : ((c*s.KH+kh)*s.KW+kw+1)*ld]
+				clear(dst[:yLo*ow*nc])
+				clear(dst[yHi*ow*nc:])
+				if xHi <= xLo {
+					clear(dst[yLo*ow*nc : yHi*ow*nc])
+					continue
+				}
+				for y := yLo; y < yHi; y++ {
+					d := dst[y*ow*nc : (y+1)*ow*nc]
+					clear(d[:xLo*nc])
+					clear(d[xHi*nc:])
+					ix := ((y*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw) * nc
+					if sw == 1 {
+						copy(d[xLo*nc:xHi*nc], xc[ix:])
 						continue
 					}
-					ix := ix0
-					for y := yLo; y < yHi; y++ {
-						d := dst[y*ow : (y+1)*ow]
-						if padX {
-							clear(d[:xLo])
-							clear(d[xHi:])
-						}
-						d = d[xLo:xHi]
-						switch sw {
-						case 1:
-							copy(d, xc[ix:ix+n])
-						case 2:
-							// Unrolled by 4 with constant indices into
-							// re-sliced windows: two bounds checks per
-							// four values.
-							src := xc[ix : ix+2*n-1]
-							j := 0
-							for ; j+4 <= n; j += 4 {
-								s4 := src[2*j : 2*j+7]
-								d4 := d[j : j+4]
-								d4[0], d4[1], d4[2], d4[3] = s4[0], s4[2], s4[4], s4[6]
-							}
-							for ; j < n; j++ {
-								d[j] = src[2*j]
-							}
-						default:
-							src := xc[ix : ix+sw*(n-1)+1]
-							for j := range d {
-								d[j] = src[sw*j]
-							}
-						}
-						ix += rowStep
+					for x := xLo; x < xHi; x++ {
+						copy(d[x*nc:(x+1)*nc], xc[ix:ix+nc])
+						ix += sw * nc
 					}
 				}
 			}
@@ -399,46 +528,59 @@ func convIm2col(s ConvShape, x []float32, n0, nc, g, c0, cs int, col []float32) 
 	}
 }
 
-// convCol2im adds the (cs·KH·KW)×(nc·P) column matrix col back into the
-// input-shaped dx (the adjoint of convIm2col): every entry is added to the
-// input element it was read from; padding entries are dropped.
-func convCol2im(s ConvShape, col []float32, n0, nc, g, c0, cs int, dx []float32) {
+// convCol2imT (nc > 1) adds the image-minor column matrix col into the
+// CHWN buffer dxT (the adjoint of convIm2colT).
+func convCol2imT(s ConvShape, col []float32, nc, cs int, dxT []float32) {
 	oh, ow := s.OutH(), s.OutW()
-	p := oh * ow
-	cg := s.InC / s.Groups
-	hw := s.InH * s.InW
-	ld := nc * p
+	ld := oh * ow * nc
+	hwn := s.InH * s.InW * nc
+	sw := s.StrideW
 	for c := 0; c < cs; c++ {
-		ci := g*cg + c0 + c
+		xc := dxT[c*hwn : (c+1)*hwn]
 		for kh := 0; kh < s.KH; kh++ {
 			yLo, yHi := convRange(oh, s.InH, s.StrideH, s.PadH, kh)
 			for kw := 0; kw < s.KW; kw++ {
 				xLo, xHi := convRange(ow, s.InW, s.StrideW, s.PadW, kw)
-				row := col[((c*s.KH+kh)*s.KW+kw)*ld:]
-				for i := 0; i < nc; i++ {
-					xc := dx[((n0+i)*s.InC+ci)*hw : ((n0+i)*s.InC+ci+1)*hw]
-					src := row[i*p : (i+1)*p]
-					for y := yLo; y < yHi; y++ {
-						d := src[y*ow+xLo : y*ow+xHi]
-						dst := xc[(y*s.StrideH-s.PadH+kh)*s.InW:]
-						if s.StrideW == 1 {
-							dst = dst[xLo-s.PadW+kw:]
-							dst = dst[:len(d)]
-							for j, v := range d {
-								dst[j] += v
-							}
-							continue
+				if xHi <= xLo {
+					continue
+				}
+				src := col[((c*s.KH+kh)*s.KW+kw)*ld : ((c*s.KH+kh)*s.KW+kw+1)*ld]
+				for y := yLo; y < yHi; y++ {
+					ix := ((y*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw) * nc
+					if sw == 1 {
+						d := src[(y*ow+xLo)*nc : (y*ow+xHi)*nc]
+						dst := xc[ix : ix+len(d)]
+						for j, v := range d {
+							dst[j] += v
 						}
-						ix := xLo*s.StrideW - s.PadW + kw
-						for _, v := range d {
-							dst[ix] += v
-							ix += s.StrideW
+						continue
+					}
+					for x := xLo; x < xHi; x++ {
+						d := src[(y*ow+x)*nc : (y*ow+x+1)*nc]
+						dst := xc[ix : ix+nc]
+						for j, v := range d {
+							dst[j] += v
 						}
+						ix += sw * nc
 					}
 				}
 			}
 		}
 	}
+}
+
+// convWork splits the scratch into the column slab, the GEMM output / dY
+// matrix and the CHWN input slab.
+func convWork(s ConvShape, work []float32) (col, out, xT []float32) {
+	nb, cs := s.convPlan()
+	p := s.OutH() * s.OutW()
+	colLen := cs * s.KH * s.KW * nb * p
+	outLen := s.OutC / s.Groups * nb * p
+	col, out = work[:colLen], work[colLen:colLen+outLen]
+	if nb > 1 {
+		xT = work[colLen+outLen : colLen+outLen+cs*s.InH*s.InW*nb]
+	}
+	return col, out, xT
 }
 
 // convGemmForward is the im2col + GEMM forward pass (see convPlan).
@@ -448,49 +590,50 @@ func convGemmForward(s ConvShape, y, x, w, bias, work []float32) {
 	khw := s.KH * s.KW
 	k := cg * khw
 	nb, cs := s.convPlan()
-	colLen := cs * khw * nb * p
+	colBuf, outBuf, xT := convWork(s, work)
 	for n0 := 0; n0 < s.Batch; n0 += nb {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
 		for g := 0; g < s.Groups; g++ {
 			// C: y itself for a chunk of one image, else scratch.
-			out, ldc := work[colLen:colLen+og*ld], ld
+			out, ldc := outBuf[:og*ld], ld
 			if nc == 1 {
 				out, ldc = y[(n0*s.OutC+g*og)*p:(n0*s.OutC+(g+1)*og)*p], p
 			}
 			for c0 := 0; c0 < cg; c0 += cs {
 				ns := min(cs, cg-c0)
-				col := work[:ns*khw*ld]
-				convIm2col(s, x, n0, nc, g, c0, ns, col)
+				col := colBuf[:ns*khw*ld]
+				if nc == 1 {
+					convIm2col(s, x, n0, g, c0, ns, col)
+				} else {
+					convTransposeIn(s, x, n0, nc, g*cg+c0, ns, xT)
+					convIm2colT(s, xT, nc, ns, col)
+				}
 				var beta float32
 				if c0 > 0 {
 					beta = 1
 				}
 				cur.sgemm(false, false, og, ld, ns*khw, 1, w[g*og*k+c0*khw:], k, col, ld, beta, out, ldc)
 			}
-			if nc == 1 {
+			for o := 0; o < og; o++ {
+				var b float32
 				if bias != nil {
-					for o := 0; o < og; o++ {
-						b := bias[g*og+o]
+					b = bias[g*og+o]
+				}
+				if nc == 1 {
+					if bias != nil {
 						row := out[o*p : (o+1)*p]
 						for j := range row {
 							row[j] += b
 						}
 					}
+					continue
 				}
-				continue
-			}
-			for i := 0; i < nc; i++ {
-				for o := 0; o < og; o++ {
-					src := out[o*ld+i*p : o*ld+(i+1)*p]
+				src := out[o*ld : (o+1)*ld]
+				for i := 0; i < nc; i++ {
 					dst := y[((n0+i)*s.OutC+g*og+o)*p : ((n0+i)*s.OutC+g*og+o+1)*p]
-					if bias == nil {
-						copy(dst, src)
-						continue
-					}
-					b := bias[g*og+o]
-					for j, v := range src {
-						dst[j] = v + b
+					for q := range dst {
+						dst[q] = src[q*nc+i] + b
 					}
 				}
 			}
@@ -499,8 +642,8 @@ func convGemmForward(s ConvShape, y, x, w, bias, work []float32) {
 }
 
 // convDyMatrix returns dY of images n0 … n0+nc−1, group g, as an
-// og×(nc·P) matrix with row stride nc·P: dy itself for one image, else a
-// copy gathered into t.
+// og×(nc·P) matrix in the column order of the chunk: dy itself for one
+// image, else gathered image-minor into t.
 func convDyMatrix(s ConvShape, dy []float32, n0, nc, g int, t []float32) []float32 {
 	p := s.OutH() * s.OutW()
 	og := s.OutC / s.Groups
@@ -508,9 +651,13 @@ func convDyMatrix(s ConvShape, dy []float32, n0, nc, g int, t []float32) []float
 		return dy[(n0*s.OutC+g*og)*p : (n0*s.OutC+(g+1)*og)*p]
 	}
 	ld := nc * p
-	for i := 0; i < nc; i++ {
-		for o := 0; o < og; o++ {
-			copy(t[o*ld+i*p:o*ld+(i+1)*p], dy[((n0+i)*s.OutC+g*og+o)*p:])
+	for o := 0; o < og; o++ {
+		dst := t[o*ld : (o+1)*ld]
+		for i := 0; i < nc; i++ {
+			src := dy[((n0+i)*s.OutC+g*og+o)*p : ((n0+i)*s.OutC+g*og+o+1)*p]
+			for q, v := range src {
+				dst[q*nc+i] = v
+			}
 		}
 	}
 	return t[:og*ld]
@@ -524,18 +671,35 @@ func convGemmBackwardData(s ConvShape, dx, dy, w, work []float32) {
 	khw := s.KH * s.KW
 	k := cg * khw
 	nb, cs := s.convPlan()
-	colLen := cs * khw * nb * p
-	clear(dx[:s.XLen()])
+	colBuf, tBuf, xT := convWork(s, work)
+	if nb == 1 {
+		clear(dx[:s.XLen()]) // col2im accumulates
+	}
 	for n0 := 0; n0 < s.Batch; n0 += nb {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
 		for g := 0; g < s.Groups; g++ {
-			t := convDyMatrix(s, dy, n0, nc, g, work[colLen:])
+			t := convDyMatrix(s, dy, n0, nc, g, tBuf)
 			for c0 := 0; c0 < cg; c0 += cs {
 				ns := min(cs, cg-c0)
-				col := work[:ns*khw*ld]
+				col := colBuf[:ns*khw*ld]
 				cur.sgemm(true, false, ns*khw, ld, og, 1, w[g*og*k+c0*khw:], k, t, ld, 0, col, ld)
-				convCol2im(s, col, n0, nc, g, c0, ns, dx)
+				if nc == 1 {
+					if nb > 1 {
+						// Last chunk of a single image in a batched plan:
+						// dx was not cleared.
+						for c := 0; c < ns; c++ {
+							ci := g*cg + c0 + c
+							clear(dx[(n0*s.InC+ci)*s.InH*s.InW : (n0*s.InC+ci+1)*s.InH*s.InW])
+						}
+					}
+					convCol2im(s, col, n0, g, c0, ns, dx)
+					continue
+				}
+				dxT := xT[:ns*s.InH*s.InW*nc]
+				clear(dxT)
+				convCol2imT(s, col, nc, ns, dxT)
+				convTransposeOut(s, dxT, n0, nc, g*cg+c0, ns, dx)
 			}
 		}
 	}
@@ -549,16 +713,21 @@ func convGemmBackwardFilter(s ConvShape, dw, x, dy, work []float32) {
 	khw := s.KH * s.KW
 	k := cg * khw
 	nb, cs := s.convPlan()
-	colLen := cs * khw * nb * p
+	colBuf, tBuf, xT := convWork(s, work)
 	for n0 := 0; n0 < s.Batch; n0 += nb {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
 		for g := 0; g < s.Groups; g++ {
-			t := convDyMatrix(s, dy, n0, nc, g, work[colLen:])
+			t := convDyMatrix(s, dy, n0, nc, g, tBuf)
 			for c0 := 0; c0 < cg; c0 += cs {
 				ns := min(cs, cg-c0)
-				col := work[:ns*khw*ld]
-				convIm2col(s, x, n0, nc, g, c0, ns, col)
+				col := colBuf[:ns*khw*ld]
+				if nc == 1 {
+					convIm2col(s, x, n0, g, c0, ns, col)
+				} else {
+					convTransposeIn(s, x, n0, nc, g*cg+c0, ns, xT)
+					convIm2colT(s, xT, nc, ns, col)
+				}
 				cur.sgemm(false, true, og, ns*khw, ld, 1, t, ld, col, ld, 1, dw[g*og*k+c0*khw:], k)
 			}
 		}

@@ -53,8 +53,9 @@ func capsSizeOK(dims ...int) bool {
 // rows (fewest primitive calls, longest streams) and W stays in the L3 cache
 // across the batch. Measured on Zen 4 (1 MiB L2, 32 MiB L3, shared with
 // other processes), Sabour's 5.9 MB W runs faster that way than in blocks of
-// 64 to 576 input capsules (Sabour forward: about 20-30 GFLOP/s unblocked,
-// 15 in blocks of 64, 6-10 in blocks of 80 to 288). Larger W is cut into
+// 64 to 576 input capsules (Sabour forward, thread CPU time, best of 5:
+// about 20-30 GFLOP/s unblocked, 15 in blocks of 64, 6-10 in blocks of 80
+// to 288). Larger W is cut into
 // blocks of about 256 KiB (a multiple of 16 input capsules, at least 64) to
 // stay in L2.
 func votesChunk(sh VotesShape) int {
@@ -73,7 +74,37 @@ func votesChunk(sh VotesShape) int {
 // votesBlockBytes the size of a block of W otherwise; variables so that the
 // tests can force blocking on small shapes.
 var votesWholeBytes, votesBlockBytes = 8 << 20, 256 << 10
-var votesBGroup = 1 << 30
+
+// votesGroup returns how many row pairs one mulAddRows call of the votes
+// backward sums, out of k, when the rows of its two operands are lda and ldx
+// floats apart. Rows a multiple of 4 KiB apart fall into the same set of the
+// L1 cache (8-way on Zen 4 and most current cores), so a call summing more
+// of them than the set holds misses L1 on every row: then the sum is split
+// into calls of 8 rows (4 when both operands are so strided), the output
+// being re-read between them. Measured on Zen 4 (thread CPU time, best of
+// 5, noisy shared machine): Sabour's dW sum (both operands 4 KiB multiples)
+// runs at 14-18 GFLOP/s in groups of 4 and 11 in one call of 32; the deep
+// 16→16 layer's (dû rows 8 KiB apart) at 10-17 in groups of 8 and about 10
+// in one call of 128.
+func votesGroup(k, lda, ldx int) int {
+	if votesGroupForce > 0 {
+		return votesGroupForce
+	}
+	alias := 0
+	if (4*lda)%4096 == 0 {
+		alias++
+	}
+	if (4*ldx)%4096 == 0 {
+		alias++
+	}
+	if alias == 0 {
+		return k
+	}
+	return min(k, 8/alias)
+}
+
+// votesGroupForce, when positive, overrides votesGroup (tests).
+var votesGroupForce = 0
 
 // capsCheckLen reports an error unless len(x) == want (or x is nil and
 // nilOK).
@@ -182,19 +213,24 @@ func VotesBackward(sh VotesShape, dw, du, w, u, duhat []float32) error {
 		if du != nil {
 			// du[b,l,chunk] = Σ_{jk} W[jk,l,chunk] ⊙ duhat[b,jk,chunk]:
 			// the rows jk of W for a fixed l have stride DIn·NIn.
+			gj := votesGroup(rows, dIn*nIn, nIn)
 			for b := 0; b < bs; b++ {
-				db := capsSpan(duhat, b*rows*nIn+i0, rows, nIn, n)
 				for l := 0; l < dIn; l++ {
 					y := du[(b*dIn+l)*nIn+i0:][:n]
 					clear(y)
-					o.mulAddRows(rows, n, capsSpan(w, l*nIn+i0, rows, dIn*nIn, n), dIn*nIn, db, nIn, y)
+					for jk0 := 0; jk0 < rows; jk0 += gj {
+						g := min(gj, rows-jk0)
+						o.mulAddRows(g, n, capsSpan(w, (jk0*dIn+l)*nIn+i0, g, dIn*nIn, n), dIn*nIn,
+							capsSpan(duhat, (b*rows+jk0)*nIn+i0, g, nIn, n), nIn, y)
+					}
 				}
 			}
 		}
 		if dw != nil {
 			// dw[jk,l,chunk] += Σ_b duhat[b,jk,chunk] ⊙ u[b,l,chunk].
-			for b0 := 0; b0 < bs; b0 += votesBGroup {
-				g := min(votesBGroup, bs-b0)
+			gb := votesGroup(bs, rows*nIn, dIn*nIn)
+			for b0 := 0; b0 < bs; b0 += gb {
+				g := min(gb, bs-b0)
 				for jk := 0; jk < rows; jk++ {
 					a := capsSpan(duhat, (b0*rows+jk)*nIn+i0, g, rows*nIn, n)
 					for l := 0; l < dIn; l++ {

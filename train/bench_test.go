@@ -1,0 +1,93 @@
+package train
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
+)
+
+// BenchmarkTrainStep times a full training step (forward, backward,
+// gradient reduction, Adam) on the shapes the PyTorch peer's bench uses
+// (../shared/peers/torch_capsnet.py bench MODEL BATCH THREADS), reporting
+// img/s so the two can be compared in one session.
+func BenchmarkTrainStep(b *testing.B) {
+	for _, c := range benchCases() {
+		b.Run(c.name, func(b *testing.B) { benchModel(b, c.model, c.batch, true) })
+	}
+}
+
+// BenchmarkInfer times inference (forward only, decoder masked by the
+// prediction) on the same shapes, and batch-1 latency.
+func BenchmarkInfer(b *testing.B) {
+	for _, c := range benchCases() {
+		b.Run(c.name, func(b *testing.B) { benchModel(b, c.model, c.batch, false) })
+	}
+	for _, m := range []string{"sabour", "deep"} {
+		b.Run(fmt.Sprintf("model=%s/batch=1/threads=1", m), func(b *testing.B) { benchModelThreads(b, m, 1, 1, false) })
+	}
+}
+
+type benchCase struct {
+	name, model string
+	batch       int
+}
+
+func benchCases() []benchCase {
+	var cs []benchCase
+	for _, c := range []struct {
+		m string
+		b int
+	}{{"sabour", 32}, {"deep", 128}, {"sabour-small", 64}} {
+		cs = append(cs, benchCase{fmt.Sprintf("model=%s/batch=%d/threads=%d", c.m, c.b, runtime.GOMAXPROCS(0)), c.m, c.b})
+	}
+	return cs
+}
+
+func benchModel(b *testing.B, model string, batch int, train bool) {
+	benchModelThreads(b, model, batch, runtime.GOMAXPROCS(0), train)
+}
+
+func benchModelThreads(b *testing.B, model string, batch, threads int, train bool) {
+	cfg := capsnet.Presets()[model]
+	p, err := capsnet.NewParams(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Init(1)
+	tr, err := NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	img := cfg.Input[0] * cfg.Input[1] * cfg.Input[2]
+	x := make([]float32, batch*img)
+	for i := range x {
+		x[i] = float32(i*7%101) / 101
+	}
+	labels := make([]int, batch)
+	for i := range labels {
+		labels[i] = i % cfg.Classes
+	}
+	pred := make([]int, batch)
+	step := func() {
+		var err error
+		if train {
+			_, _, err = tr.TrainStep(x, labels, 1e-4)
+		} else {
+			err = tr.Predict(x, labels, pred)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	step()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "img/s")
+}
