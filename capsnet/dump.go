@@ -3,6 +3,8 @@ package capsnet
 import (
 	"fmt"
 	"math"
+
+	"github.com/capstan-ml/capstan/kernels"
 )
 
 // Dump runs one forward and backward pass of the model on a batch (x in
@@ -53,15 +55,9 @@ func Dump(p *Params, x []float32, labels []int) (map[string]Tensor, error) {
 	out["trace.0.v"] = capsToTorch(n.prim.v.Data(), B, n.prim.d, p.Geo.PrimaryN)
 	for k, L := range n.caps {
 		out[fmt.Sprintf("trace.%d.v", k+1)] = capsToTorch(L.V.Data(), B, L.Route.D, L.Route.NOut)
-		c := make([]float32, B*L.Route.NIn*L.Route.NOut)
-		src := L.C.Data()
-		for b := 0; b < B; b++ {
-			for j := 0; j < L.Route.NOut; j++ {
-				for i := 0; i < L.Route.NIn; i++ {
-					c[(b*L.Route.NIn+i)*L.Route.NOut+j] = src[(b*L.Route.NOut+j)*L.Route.NIn+i]
-				}
-			}
-		}
+		// Couplings (B, NOut, NIn) → PyTorch (B, NIn, NOut): the same
+		// per-sample transpose as capsules.
+		c := capsToTorch(L.C.Data(), B, L.Route.NOut, L.Route.NIn).Data
 		out[fmt.Sprintf("trace.%d.c", k+1)] = Tensor{Shape: []int{B, L.Route.NIn, L.Route.NOut}, Data: c}
 	}
 	for i, q := range p.List {
@@ -78,12 +74,6 @@ func Dump(p *Params, x []float32, labels []int) (map[string]Tensor, error) {
 // capsToTorch turns (B, d, n) component-major capsules into PyTorch's (B, n, d).
 func capsToTorch(src []float32, B, d, n int) Tensor {
 	dst := make([]float32, B*n*d)
-	for b := 0; b < B; b++ {
-		for l := 0; l < d; l++ {
-			for i := 0; i < n; i++ {
-				dst[(b*n+i)*d+l] = src[(b*d+l)*n+i]
-			}
-		}
-	}
+	mustConvert(kernels.CapsToTorch(B, n, d, dst, src))
 	return Tensor{Shape: []int{B, n, d}, Data: dst}
 }

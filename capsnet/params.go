@@ -104,27 +104,15 @@ func (q *Param) FromTorch(src []float32) {
 }
 
 // toTorch converts an internal-layout tensor (a parameter or its gradient)
-// of the given kind to PyTorch layout.
+// of the given kind to PyTorch layout. Shapes were fixed by NewParams, so
+// the converters cannot fail here.
 func toTorch(kind paramKind, shape []int, src, dst []float32) {
 	switch kind {
 	case votesW:
-		nOut, nIn, dOut, dIn := shape[0], shape[1], shape[2], shape[3]
-		for j := 0; j < nOut; j++ {
-			for i := 0; i < nIn; i++ {
-				for k := 0; k < dOut; k++ {
-					for l := 0; l < dIn; l++ {
-						dst[((j*nIn+i)*dOut+k)*dIn+l] = src[((j*dOut+k)*dIn+l)*nIn+i]
-					}
-				}
-			}
-		}
+		sh := kernels.VotesShape{NOut: shape[0], NIn: shape[1], DOut: shape[2], DIn: shape[3]}
+		mustConvert(kernels.VotesWeightsToTorch(sh, dst, src))
 	case prior:
-		nIn, nOut := shape[0], shape[1]
-		for i := 0; i < nIn; i++ {
-			for j := 0; j < nOut; j++ {
-				dst[i*nOut+j] = src[j*nIn+i]
-			}
-		}
+		mustConvert(kernels.PriorToTorch(shape[0], shape[1], dst, src))
 	default:
 		copy(dst, src)
 	}
@@ -133,25 +121,21 @@ func toTorch(kind paramKind, shape []int, src, dst []float32) {
 func fromTorch(kind paramKind, shape []int, src, dst []float32) {
 	switch kind {
 	case votesW:
-		nOut, nIn, dOut, dIn := shape[0], shape[1], shape[2], shape[3]
-		for j := 0; j < nOut; j++ {
-			for i := 0; i < nIn; i++ {
-				for k := 0; k < dOut; k++ {
-					for l := 0; l < dIn; l++ {
-						dst[((j*dOut+k)*dIn+l)*nIn+i] = src[((j*nIn+i)*dOut+k)*dIn+l]
-					}
-				}
-			}
-		}
+		sh := kernels.VotesShape{NOut: shape[0], NIn: shape[1], DOut: shape[2], DIn: shape[3]}
+		mustConvert(kernels.VotesWeightsFromTorch(sh, dst, src))
 	case prior:
-		nIn, nOut := shape[0], shape[1]
-		for i := 0; i < nIn; i++ {
-			for j := 0; j < nOut; j++ {
-				dst[j*nIn+i] = src[i*nOut+j]
-			}
-		}
+		mustConvert(kernels.PriorFromTorch(shape[0], shape[1], dst, src))
 	default:
 		copy(dst, src)
+	}
+}
+
+// mustConvert panics on a converter error: the shapes come from the
+// validated config and the buffers from NewParams, so an error is a bug in
+// this package, not bad input.
+func mustConvert(err error) {
+	if err != nil {
+		panic("capsnet: internal layout conversion: " + err.Error())
 	}
 }
 

@@ -131,9 +131,13 @@ func (sh RoutingShape) checkArgs(fn, vName string, v, c, uhat, prior, work []flo
 func capsT(rows, cols int, src, dst []float32) {
 	src = src[:rows*cols]
 	dst = dst[:rows*cols]
-	for r := 0; r < rows; r++ {
-		for c, x := range src[r*cols : r*cols+cols] {
-			dst[c*rows+r] = x
+	// Write dst contiguously (one column of src at a time): the strided
+	// side is the read, which does not stall on store forwarding.
+	for c := 0; c < cols; c++ {
+		out := dst[c*rows : c*rows+rows]
+		in := src[c:]
+		for r := range out {
+			out[r] = in[r*cols]
 		}
 	}
 }
