@@ -1923,3 +1923,416 @@ zsqg_tail:
 zsqg_done:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------
+// Grouped kernels (AVX2 and AVX-512F): g blocks of d rows of a, stacked
+// (block j is rows j·d … j·d+d−1), each paired with its own row of the other
+// operand, in one call. The routing kernels use them to treat all output
+// capsules of a sample at once. The bodies are shared between the widths:
+// they take the vector registers, the byte size OFF of one vector and the
+// load/store macros (LDU/STU, LDM/STM under MASK for AVX2; ZLDU/ZSTU,
+// ZLDM/ZSTM under K1 for AVX-512). Columns go in steps of two vectors, one
+// vector, then a masked tail.
+
+#define GG_G R12     // groups left
+#define GG_N R13     // n
+#define GG_NB BX     // n − 2 vectors: last start of a double step
+#define GG_N1 DX     // n − 1 vector: last start of a single step
+#define GG_X SI      // &x of the current group
+#define GG_Y DI      // &y of the current group
+#define GG_A R8      // &a[j·d, 0] of the current group (gemvN: current row)
+#define GG_LDA R14   // lda in bytes
+#define GG_K R10     // xk (ger, gemvT) or yk (gemvN) in bytes
+#define GG_C CX      // column index
+#define GG_PA AX     // walks a down the rows (gemvN: walks y)
+#define GG_PX R9     // walks x down the rows (gemvN: scratch)
+#define GG_R R11     // rows left in the walk
+
+// GGSTART sets PA = &a[j·d, c], PX = &x[j·xs] and R = d (read from DD,
+// the frame slot of d) for a walk down the d rows of the current group.
+// Frame slots are macro arguments so that vet checks them in the caller.
+#define GGSTART(DD) \
+	LEAQ (GG_A)(GG_C*4), GG_PA  /* PA = &a[j·d, c] */ \
+	MOVQ GG_X, GG_PX            /* PX = &x[j·xs] */ \
+	MOVQ DD, GG_R               /* R = d */
+
+// GGNEXT advances a by d rows and the pointers P1, P2 by their row strides
+// (element counts in the frame slots S1, S2), then loops to LOOP while
+// groups are left.
+#define GGNEXT(DD, S1, P1, S2, P2, LOOP) \
+	MOVQ DD, GG_R               /* R = d */ \
+	IMULQ GG_LDA, GG_R          /* R = d·lda bytes */ \
+	ADDQ GG_R, GG_A             /* a: next group */ \
+	MOVQ S1, GG_R               /* R = first stride */ \
+	LEAQ (P1)(GG_R*4), P1       /* P1: next group */ \
+	MOVQ S2, GG_R               /* R = second stride */ \
+	LEAQ (P2)(GG_R*4), P2       /* P2: next group */ \
+	DECQ GG_G                   /* one group done */ \
+	JNZ  LOOP
+
+// GERG_2 does a[j·d+k, c:c+2v] += x[j·xs+k·xk]·y[j·ldy+c : c+2v] for k < d.
+#define GERG_2(V0, V1, VX, VA, VB, OFF, DD, LOOP) \
+	VMOVUPS (GG_Y)(GG_C*4), V0  /* yv = y[j, c:c+v] */ \
+	VMOVUPS OFF(GG_Y)(GG_C*4), V1 /* yv' = y[j, c+v:c+2v] */ \
+	GGSTART(DD) \
+LOOP: \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	VMOVUPS (GG_PA), VA         /* a[r, c:c+v] */ \
+	VMOVUPS OFF(GG_PA), VB      /* a[r, c+v:c+2v] */ \
+	VFMADD231PS V0, VX, VA      /* a += x·yv */ \
+	VFMADD231PS V1, VX, VB      /* a' += x·yv' */ \
+	VMOVUPS VA, (GG_PA)         /* store a[r, c:c+v] */ \
+	VMOVUPS VB, OFF(GG_PA)      /* store a[r, c+v:c+2v] */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
+	JNZ  LOOP
+
+// GERG_1 is GERG_2 for one vector, loaded and stored with LD and ST.
+#define GERG_1(V0, VX, VA, LD, ST, DD, LOOP) \
+	LD((GG_Y)(GG_C*4), V0)      /* yv = y[j, c:c+v] */ \
+	GGSTART(DD) \
+LOOP: \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	LD((GG_PA), VA)             /* a[r, c:c+v] */ \
+	VFMADD231PS V0, VX, VA      /* a += x·yv */ \
+	ST(VA, (GG_PA))             /* store a[r, c:c+v] */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
+	JNZ  LOOP
+
+// GTG_2 does y[j·ldy+c : c+2v] += Σ_k x[j·xs+k·xk]·a[j·d+k, c:c+2v].
+#define GTG_2(V0, V1, VX, OFF, DD, LOOP) \
+	VMOVUPS (GG_Y)(GG_C*4), V0  /* acc = y[j, c:c+v] */ \
+	VMOVUPS OFF(GG_Y)(GG_C*4), V1 /* acc' = y[j, c+v:c+2v] */ \
+	GGSTART(DD) \
+LOOP: \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	VFMADD231PS (GG_PA), VX, V0 /* acc += x·a[r, c:c+v] */ \
+	VFMADD231PS OFF(GG_PA), VX, V1 /* acc' += x·a[r, c+v:c+2v] */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
+	JNZ  LOOP \
+	VMOVUPS V0, (GG_Y)(GG_C*4)  /* y[j, c:c+v] = acc */ \
+	VMOVUPS V1, OFF(GG_Y)(GG_C*4) /* y[j, c+v:c+2v] = acc' */
+
+// GTG_1 is GTG_2 for one vector, loaded and stored with LD and ST.
+#define GTG_1(V0, VX, VA, LD, ST, DD, LOOP) \
+	LD((GG_Y)(GG_C*4), V0)      /* acc = y[j, c:c+v] */ \
+	GGSTART(DD) \
+LOOP: \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	LD((GG_PA), VA)             /* a[r, c:c+v] */ \
+	VFMADD231PS VA, VX, V0      /* acc += x·a */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
+	JNZ  LOOP \
+	ST(V0, (GG_Y)(GG_C*4))      /* y[j, c:c+v] = acc */
+
+// GGCOLS runs the column steps of one group: BODY2 while two vectors fit,
+// then BODY1 once if one fits, then TAIL if columns are left; W is the
+// number of lanes of one vector.
+#define GGCOLS(W, BODY2, BODY1, TAIL, L2, L1, LT, LEND) \
+	XORQ GG_C, GG_C             /* c = 0 */ \
+L2: \
+	CMPQ GG_C, GG_NB            /* c > n − 2v: no double step left */ \
+	JGT  L1 \
+	BODY2 \
+	ADDQ $(2*W), GG_C           /* c += 2v */ \
+	JMP  L2 \
+L1: \
+	CMPQ GG_C, GG_N1            /* c > n − v: no single step left */ \
+	JGT  LT \
+	BODY1 \
+	ADDQ $W, GG_C               /* c += v */ \
+LT: \
+	CMPQ GG_C, GG_N             /* c == n: no tail */ \
+	JGE  LEND \
+	TAIL \
+LEND:
+
+// GGBOUNDS sets NB = n − 2W and N1 = n − W.
+#define GGBOUNDS(W) \
+	MOVQ GG_N, GG_NB            /* NB = n − 2v */ \
+	SUBQ $(2*W), GG_NB \
+	MOVQ GG_N, GG_N1            /* N1 = n − v */ \
+	SUBQ $W, GG_N1
+
+// func GerGroupsAVX2(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int)
+TEXT ·GerGroupsAVX2(SB), NOSPLIT, $0-128
+	MOVQ ng+0(FP), GG_G          // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    gerg_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    gerg_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    gerg_done
+	MOVQ x_base+24(FP), GG_X    // GG_X = &x[0]
+	MOVQ xk+56(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+64(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ a_base+96(FP), GG_A    // GG_A = &a[0]
+	MOVQ lda+120(FP), GG_LDA    // GG_LDA = lda
+	SHLQ $2, GG_LDA             // lda in bytes
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $7, AX                 // AX = n % 8
+	JZ   gerg_nomask
+	TAILMASK(AX, BX)            // MASK = first n%8 lanes
+
+gerg_nomask:
+	GGBOUNDS(8)
+
+gerg_group:
+	GGCOLS(8, GERG_2(Y0, Y1, Y8, Y4, Y5, 32, d+8(FP), gerg_rows2), GERG_1(Y0, Y8, Y4, LDU, STU, d+8(FP), gerg_rows1), GERG_1(Y0, Y8, Y4, LDM, STM, d+8(FP), gerg_rowsm), gerg_c2, gerg_c1, gerg_ct, gerg_cend)
+	GGNEXT(d+8(FP), xs+48(FP), GG_X, ldy+88(FP), GG_Y, gerg_group)
+
+gerg_done:
+	VZEROUPPER
+	RET
+
+// func GemvTGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)
+TEXT ·GemvTGroupsAVX2(SB), NOSPLIT, $0-128
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ lda+48(FP), GG_LDA     // GG_LDA = lda
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    gtg_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    gtg_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    gtg_done
+	MOVQ a_base+24(FP), GG_A    // GG_A = &a[0]
+	SHLQ $2, GG_LDA             // lda in bytes
+	MOVQ x_base+56(FP), GG_X    // GG_X = &x[0]
+	MOVQ xk+88(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+96(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $7, AX                 // AX = n % 8
+	JZ   gtg_nomask
+	TAILMASK(AX, BX)            // MASK = first n%8 lanes
+
+gtg_nomask:
+	GGBOUNDS(8)
+
+gtg_group:
+	GGCOLS(8, GTG_2(Y0, Y1, Y8, 32, d+8(FP), gtg_rows2), GTG_1(Y0, Y8, Y4, LDU, STU, d+8(FP), gtg_rows1), GTG_1(Y0, Y8, Y4, LDM, STM, d+8(FP), gtg_rowsm), gtg_c2, gtg_c1, gtg_ct, gtg_cend)
+	GGNEXT(d+8(FP), xs+80(FP), GG_X, ldy+120(FP), GG_Y, gtg_group)
+
+gtg_done:
+	VZEROUPPER
+	RET
+
+// GNG_ROW sums one row of a times x into y: V0 and V1 accumulate the
+// double steps, one step and the tail, then REDUCE folds V0 to lane 0 of X0,
+// which is added to the y element at PA. In gemvN, PA walks y (by yk) and
+// A walks the rows of a.
+#define GNG_ROW(V0, V1, VX, VA, OFF, W, LD, REDUCE, L2, L1, LT, LEND) \
+	VXORPS V0, V0, V0           /* acc = 0 */ \
+	VXORPS V1, V1, V1           /* acc' = 0 */ \
+	XORQ GG_C, GG_C             /* c = 0 */ \
+L2: \
+	CMPQ GG_C, GG_NB            /* c > n − 2v: no double step left */ \
+	JGT  L1 \
+	VMOVUPS (GG_X)(GG_C*4), VX  /* x[j, c:c+v] */ \
+	VFMADD231PS (GG_A)(GG_C*4), VX, V0 /* acc += a[r, c:c+v]·x */ \
+	VMOVUPS OFF(GG_X)(GG_C*4), VA /* x[j, c+v:c+2v] */ \
+	VFMADD231PS OFF(GG_A)(GG_C*4), VA, V1 /* acc' += a[r, c+v:c+2v]·x */ \
+	ADDQ $(2*W), GG_C           /* c += 2v */ \
+	JMP  L2 \
+L1: \
+	CMPQ GG_C, GG_N1            /* c > n − v: no single step left */ \
+	JGT  LT \
+	VMOVUPS (GG_X)(GG_C*4), VX  /* x[j, c:c+v] */ \
+	VFMADD231PS (GG_A)(GG_C*4), VX, V0 /* acc += a[r, c:c+v]·x */ \
+	ADDQ $W, GG_C               /* c += v */ \
+LT: \
+	CMPQ GG_C, GG_N             /* c == n: no tail */ \
+	JGE  LEND \
+	LD((GG_X)(GG_C*4), VX)      /* x[j, c:n], masked */ \
+	LD((GG_A)(GG_C*4), VA)      /* a[r, c:n], masked */ \
+	VFMADD231PS VA, VX, V1      /* acc' += a·x */ \
+LEND: \
+	VADDPS V1, V0, V0           /* acc += acc' */ \
+	REDUCE \
+	VADDSS (GG_PA), X0, X0      /* += y[j·ys + k·yk] */ \
+	VMOVSS X0, (GG_PA)          /* store it */ \
+	ADDQ GG_K, GG_PA            /* next y */ \
+	ADDQ GG_LDA, GG_A           /* next row of a */
+
+// GNG_REDUCE8 folds the 8 lanes of Y0 into lane 0 of X0.
+#define GNG_REDUCE8 \
+	VEXTRACTF128 $1, Y0, X1     /* upper half */ \
+	VADDPS X1, X0, X0           /* 4 partial sums */ \
+	VHADDPS X0, X0, X0          /* 2 partial sums */ \
+	VHADDPS X0, X0, X0          /* row sum */
+
+// GNG_REDUCE16 folds the 16 lanes of Z0 into lane 0 of X0.
+#define GNG_REDUCE16 \
+	VEXTRACTF64X4 $1, Z0, Y1    /* upper half */ \
+	VADDPS Y1, Y0, Y0           /* 8 partial sums */ \
+	GNG_REDUCE8
+
+// func GemvNGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)
+TEXT ·GemvNGroupsAVX2(SB), NOSPLIT, $0-128
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ lda+48(FP), GG_LDA     // GG_LDA = lda
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    gng_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    gng_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    gng_done
+	MOVQ a_base+24(FP), GG_A    // GG_A = &a[0]: walks the rows
+	SHLQ $2, GG_LDA             // lda in bytes
+	MOVQ x_base+56(FP), GG_X    // GG_X = &x[0]
+	MOVQ y_base+88(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ yk+120(FP), GG_K       // GG_K = yk
+	SHLQ $2, GG_K               // yk in bytes
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $7, AX                 // AX = n % 8
+	JZ   gng_nomask
+	TAILMASK(AX, BX)            // MASK = first n%8 lanes
+
+gng_nomask:
+	GGBOUNDS(8)
+
+gng_group:
+	MOVQ GG_Y, GG_PA            // PA = &y[j·ys]
+	MOVQ d+8(FP), GG_R          // R = d
+
+gng_row:
+	GNG_ROW(Y0, Y1, Y8, Y9, 32, 8, LDM, GNG_REDUCE8, gng_c2, gng_c1, gng_ct, gng_cend)
+	DECQ GG_R                   // one row done
+	JNZ  gng_row
+	MOVQ ldx+80(FP), GG_PX      // PX = ldx
+	LEAQ (GG_X)(GG_PX*4), GG_X  // x: next group
+	MOVQ ys+112(FP), GG_PX      // PX = ys
+	LEAQ (GG_Y)(GG_PX*4), GG_Y  // y: next group
+	DECQ GG_G                   // one group done
+	JNZ  gng_group
+
+gng_done:
+	VZEROUPPER
+	RET
+
+// func GerGroupsAVX512(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int)
+TEXT ·GerGroupsAVX512(SB), NOSPLIT, $0-128
+	MOVQ ng+0(FP), GG_G          // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    zgerg_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    zgerg_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    zgerg_done
+	MOVQ x_base+24(FP), GG_X    // GG_X = &x[0]
+	MOVQ xk+56(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+64(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ a_base+96(FP), GG_A    // GG_A = &a[0]
+	MOVQ lda+120(FP), GG_LDA    // GG_LDA = lda
+	SHLQ $2, GG_LDA             // lda in bytes
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $15, AX                // AX = n % 16
+	JZ   zgerg_nomask
+	ZTAILMASK(AX, BX)           // K1 = first n%16 lanes
+
+zgerg_nomask:
+	GGBOUNDS(16)
+
+zgerg_group:
+	GGCOLS(16, GERG_2(Z0, Z1, Z8, Z4, Z5, 64, d+8(FP), zgerg_rows2), GERG_1(Z0, Z8, Z4, ZLDU, ZSTU, d+8(FP), zgerg_rows1), GERG_1(Z0, Z8, Z4, ZLDM, ZSTM, d+8(FP), zgerg_rowsm), zgerg_c2, zgerg_c1, zgerg_ct, zgerg_cend)
+	GGNEXT(d+8(FP), xs+48(FP), GG_X, ldy+88(FP), GG_Y, zgerg_group)
+
+zgerg_done:
+	VZEROUPPER
+	RET
+
+// func GemvTGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)
+TEXT ·GemvTGroupsAVX512(SB), NOSPLIT, $0-128
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ lda+48(FP), GG_LDA     // GG_LDA = lda
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    zgtg_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    zgtg_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    zgtg_done
+	MOVQ a_base+24(FP), GG_A    // GG_A = &a[0]
+	SHLQ $2, GG_LDA             // lda in bytes
+	MOVQ x_base+56(FP), GG_X    // GG_X = &x[0]
+	MOVQ xk+88(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+96(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $15, AX                // AX = n % 16
+	JZ   zgtg_nomask
+	ZTAILMASK(AX, BX)           // K1 = first n%16 lanes
+
+zgtg_nomask:
+	GGBOUNDS(16)
+
+zgtg_group:
+	GGCOLS(16, GTG_2(Z0, Z1, Z8, 64, d+8(FP), zgtg_rows2), GTG_1(Z0, Z8, Z4, ZLDU, ZSTU, d+8(FP), zgtg_rows1), GTG_1(Z0, Z8, Z4, ZLDM, ZSTM, d+8(FP), zgtg_rowsm), zgtg_c2, zgtg_c1, zgtg_ct, zgtg_cend)
+	GGNEXT(d+8(FP), xs+80(FP), GG_X, ldy+120(FP), GG_Y, zgtg_group)
+
+zgtg_done:
+	VZEROUPPER
+	RET
+
+// func GemvNGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)
+TEXT ·GemvNGroupsAVX512(SB), NOSPLIT, $0-128
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ lda+48(FP), GG_LDA     // GG_LDA = lda
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    zgng_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    zgng_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    zgng_done
+	MOVQ a_base+24(FP), GG_A    // GG_A = &a[0]: walks the rows
+	SHLQ $2, GG_LDA             // lda in bytes
+	MOVQ x_base+56(FP), GG_X    // GG_X = &x[0]
+	MOVQ y_base+88(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ yk+120(FP), GG_K       // GG_K = yk
+	SHLQ $2, GG_K               // yk in bytes
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $15, AX                // AX = n % 16
+	JZ   zgng_nomask
+	ZTAILMASK(AX, BX)           // K1 = first n%16 lanes
+
+zgng_nomask:
+	GGBOUNDS(16)
+
+zgng_group:
+	MOVQ GG_Y, GG_PA            // PA = &y[j·ys]
+	MOVQ d+8(FP), GG_R          // R = d
+
+zgng_row:
+	GNG_ROW(Z0, Z1, Z8, Z9, 64, 16, ZLDM, GNG_REDUCE16, zgng_c2, zgng_c1, zgng_ct, zgng_cend)
+	DECQ GG_R                   // one row done
+	JNZ  zgng_row
+	MOVQ ldx+80(FP), GG_PX      // PX = ldx
+	LEAQ (GG_X)(GG_PX*4), GG_X  // x: next group
+	MOVQ ys+112(FP), GG_PX      // PX = ys
+	LEAQ (GG_Y)(GG_PX*4), GG_Y  // y: next group
+	DECQ GG_G                   // one group done
+	JNZ  zgng_group
+
+zgng_done:
+	VZEROUPPER
+	RET

@@ -150,3 +150,51 @@ func SquashNEON(kind, d, n int, s, v []float32)
 //
 //go:noescape
 func SquashGradNEON(kind, d, n int, s, dv, ds []float32)
+
+// GerGroupsNEON does ng rank-1 updates of the d×n blocks stacked in the
+// row-major a (row stride lda; block j is rows j·d … j·d+d−1), block j with
+// x[j·xs + k·xk] (k < d) and row j of y (row stride ldy). It is equivalent
+// to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] += x[j*xs+k*xk] * y[j*ldy+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func GerGroupsNEON(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int)
+
+// GemvTGroupsNEON adds to row j of y (row stride ldy) the product of the
+// transposed d×n block j of a (as in GerGroupsNEON) with x[j·xs + k·xk]
+// (k < d), for every j < ng. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				y[j*ldy+c] += x[j*xs+k*xk] * a[(j*d+k)*lda+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func GemvTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)
+
+// GemvNGroupsNEON adds to y[j·ys + k·yk] (k < d) the product of the d×n
+// block j of a (as in GerGroupsNEON) with row j of x (row stride ldx), for
+// every j < ng. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			var s float32
+//			for c := 0; c < n; c++ {
+//				s += a[(j*d+k)*lda+c] * x[j*ldx+c]
+//			}
+//			y[j*ys+k*yk] += s
+//		}
+//	}
+//
+//go:noescape
+func GemvNGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)

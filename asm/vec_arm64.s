@@ -1538,3 +1538,307 @@ sgr1o:
 
 sgrdone:
 	RET
+
+// ---------------------------------------------------------------------------
+// Grouped kernels: ng blocks of d rows of a, stacked (block j is rows
+// j·d … j·d+d−1, so the rows of all blocks follow each other with stride
+// lda), block j paired with its own row of the other operand, in one call.
+// The strided operand (x of ger and gemvT, y of gemvN) has element (j, k) at
+// j·s + k·sk. Columns go in blocks of 16, then 4, then 1 as above.
+#define qG R0    // groups left
+#define qD R1    // d
+#define qN R2    // n
+#define qX R3    // &x of the current group
+#define qXS R4   // group stride of x (ger, gemvT: xs; gemvN: ldx) in bytes
+#define qK R5    // row stride of the strided operand (xk or yk) in bytes
+#define qY R6    // &y of the current group
+#define qLDY R7  // group stride of y (ldy or ys) in bytes
+#define qA R8    // &a of the current row (ger, gemvN) or group (gemvT)
+#define qLDA R9  // lda in bytes
+#define qR R10   // rows left in the group
+#define qPX R11  // walks x
+#define qP R12   // walks a
+#define qPY R13  // walks y
+#define qC R14   // columns left
+#define qDA R15  // d·lda in bytes (gemvT)
+
+// func GerGroupsNEON(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int)
+// a[j·d+k, c] += x[j·xs+k·xk]·y[j·ldy+c]: row by row, the x element
+// broadcast in V16, y of the group re-read for every row.
+TEXT ·GerGroupsNEON(SB), NOSPLIT, $0-128
+	MOVD ng+0(FP), qG      // qG = ng
+	MOVD d+8(FP), qD       // qD = d
+	MOVD n+16(FP), qN      // qN = n
+	MOVD x_base+24(FP), qX // qX = &x[0]
+	MOVD xs+48(FP), qXS    // qXS = xs
+	MOVD xk+56(FP), qK     // qK = xk
+	MOVD y_base+64(FP), qY // qY = &y[0]
+	MOVD ldy+88(FP), qLDY  // qLDY = ldy
+	MOVD a_base+96(FP), qA // qA = &a[0]
+	MOVD lda+120(FP), qLDA // qLDA = lda
+	CBZ  qG, gergdone      // nothing to do?
+	CBZ  qD, gergdone
+	CBZ  qN, gergdone
+	LSL  $2, qXS           // strides in bytes
+	LSL  $2, qK
+	LSL  $2, qLDY
+	LSL  $2, qLDA
+
+gergroup:
+	MOVD qX, qPX           // qPX = &x[j·xs]
+	MOVD qD, qR            // qR = d
+
+gergrow:
+	VLD1R (qPX), [V16.S4]  // V16 = x[j,k] ×4 (F16 = x[j,k])
+	ADD  qK, qPX           // next x
+	MOVD qA, qP            // qP = &a[r,0]
+	MOVD qY, qPY           // qPY = &y[j,0]
+	MOVD qN, qC            // qC = n
+
+gergc16:
+	CMP  $16, qC                                  // fewer than 16 columns?
+	BLT  gergc4
+	VLD1.P 64(qPY), [V0.S4, V1.S4, V2.S4, V3.S4]  // V0..V3 = y[j,c:c+16]
+	VLD1 (qP), [V4.S4, V5.S4, V6.S4, V7.S4]       // V4..V7 = a[r,c:c+16]
+	VFMLA V16.S4, V0.S4, V4.S4                    // V4..V7 += x·y
+	VFMLA V16.S4, V1.S4, V5.S4
+	VFMLA V16.S4, V2.S4, V6.S4
+	VFMLA V16.S4, V3.S4, V7.S4
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(qP)   // a[r,c:c+16] = V4..V7
+	SUB  $16, qC                                  // qC -= 16
+	B    gergc16
+
+gergc4:
+	CMP  $4, qC                 // fewer than 4 columns?
+	BLT  gergc1
+	VLD1.P 16(qPY), [V0.S4]     // V0 = y[j,c:c+4]
+	VLD1 (qP), [V4.S4]          // V4 = a[r,c:c+4]
+	VFMLA V16.S4, V0.S4, V4.S4  // V4 += x·y
+	VST1.P [V4.S4], 16(qP)      // a[r,c:c+4] = V4
+	SUB  $4, qC                 // qC -= 4
+	B    gergc4
+
+gergc1:
+	CBZ  qC, gergnext        // columns done?
+	FMOVS.P 4(qPY), F0       // F0 = y[j,c]
+	FMOVS (qP), F4           // F4 = a[r,c]
+	FMADDS F0, F4, F16, F4   // F4 += x·y[j,c]
+	FMOVS.P F4, 4(qP)        // a[r,c] = F4
+	SUB  $1, qC              // qC--
+	B    gergc1
+
+gergnext:
+	ADD  qLDA, qA            // next row of a
+	SUB  $1, qR              // qR--
+	CBNZ qR, gergrow
+	ADD  qXS, qX             // next group of x
+	ADD  qLDY, qY            // next group of y
+	SUB  $1, qG              // qG--
+	CBNZ qG, gergroup
+
+gergdone:
+	RET
+
+// func GemvTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)
+// y[j·ldy+c] += Σ_k x[j·xs+k·xk]·a[j·d+k, c]: per group, column blocks of
+// 16 (then 4, then 1) keep y in registers while the d rows go by.
+TEXT ·GemvTGroupsNEON(SB), NOSPLIT, $0-128
+	MOVD ng+0(FP), qG      // qG = ng
+	MOVD d+8(FP), qD       // qD = d
+	MOVD n+16(FP), qN      // qN = n
+	MOVD a_base+24(FP), qA // qA = &a[0]
+	MOVD lda+48(FP), qLDA  // qLDA = lda
+	MOVD x_base+56(FP), qX // qX = &x[0]
+	MOVD xs+80(FP), qXS    // qXS = xs
+	MOVD xk+88(FP), qK     // qK = xk
+	MOVD y_base+96(FP), qY // qY = &y[0]
+	MOVD ldy+120(FP), qLDY // qLDY = ldy
+	CBZ  qG, gtgdone       // nothing to do?
+	CBZ  qD, gtgdone
+	CBZ  qN, gtgdone
+	LSL  $2, qXS           // strides in bytes
+	LSL  $2, qK
+	LSL  $2, qLDY
+	LSL  $2, qLDA
+	MUL  qD, qLDA, qDA     // qDA = d·lda bytes: one group of rows
+
+gtggroup:
+	MOVD qA, qP            // qP = &a[j·d, 0] (column base, qP walks from it)
+	MOVD qY, qPY           // qPY = &y[j,0]
+	MOVD qN, qC            // qC = n
+
+gtgc16:
+	CMP  $16, qC                                 // fewer than 16 columns?
+	BLT  gtgc4
+	VLD1 (qPY), [V0.S4, V1.S4, V2.S4, V3.S4]     // V0..V3 = y[j,c:c+16]
+	MOVD qP, R16                                 // R16 = &a[j·d, c]
+	MOVD qX, qPX                                 // qPX = &x[j·xs]
+	MOVD qD, qR                                  // qR = d
+
+gtg16r:
+	VLD1R (qPX), [V16.S4]                        // V16 = x[j,k] ×4
+	ADD  qK, qPX                                 // next x
+	VLD1.P (R16)(qLDA), [V18.S4, V19.S4, V20.S4, V21.S4] // a[r,c:c+16]
+	VFMLA V16.S4, V18.S4, V0.S4                  // V0..V3 += x·a[r]
+	VFMLA V16.S4, V19.S4, V1.S4
+	VFMLA V16.S4, V20.S4, V2.S4
+	VFMLA V16.S4, V21.S4, V3.S4
+	SUB  $1, qR                                  // qR--
+	CBNZ qR, gtg16r
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(qPY) // y[j,c:c+16] = V0..V3
+	ADD  $64, qP                                 // next 16 columns
+	SUB  $16, qC                                 // qC -= 16
+	B    gtgc16
+
+gtgc4:
+	CMP  $4, qC                 // fewer than 4 columns?
+	BLT  gtgc1
+	VLD1 (qPY), [V0.S4]         // V0 = y[j,c:c+4]
+	MOVD qP, R16                // R16 = &a[j·d, c]
+	MOVD qX, qPX                // qPX = &x[j·xs]
+	MOVD qD, qR                 // qR = d
+
+gtg4r:
+	VLD1R (qPX), [V16.S4]       // V16 = x[j,k] ×4
+	ADD  qK, qPX                // next x
+	VLD1.P (R16)(qLDA), [V18.S4] // V18 = a[r,c:c+4]
+	VFMLA V16.S4, V18.S4, V0.S4 // V0 += x·a[r]
+	SUB  $1, qR                 // qR--
+	CBNZ qR, gtg4r
+	VST1.P [V0.S4], 16(qPY)     // y[j,c:c+4] = V0
+	ADD  $16, qP                // next 4 columns
+	SUB  $4, qC                 // qC -= 4
+	B    gtgc4
+
+gtgc1:
+	CBZ  qC, gtgnext            // columns done?
+	FMOVS (qPY), F0             // F0 = y[j,c]
+	MOVD qP, R16                // R16 = &a[j·d, c]
+	MOVD qX, qPX                // qPX = &x[j·xs]
+	MOVD qD, qR                 // qR = d
+
+gtg1r:
+	FMOVS (qPX), F16            // F16 = x[j,k]
+	ADD  qK, qPX                // next x
+	FMOVS (R16), F18            // F18 = a[r,c]
+	ADD  qLDA, R16              // next row
+	FMADDS F18, F0, F16, F0     // F0 += x·a[r,c]
+	SUB  $1, qR                 // qR--
+	CBNZ qR, gtg1r
+	FMOVS.P F0, 4(qPY)          // y[j,c] = F0
+	ADD  $4, qP                 // next column
+	SUB  $1, qC                 // qC--
+	B    gtgc1
+
+gtgnext:
+	ADD  qDA, qA                // next group of rows
+	ADD  qXS, qX                // next group of x
+	ADD  qLDY, qY               // next row of y
+	SUB  $1, qG                 // qG--
+	CBNZ qG, gtggroup
+
+gtgdone:
+	RET
+
+// func GemvNGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)
+// y[j·ys+k·yk] += Σ_c a[j·d+k, c]·x[j·ldx+c]: row by row, four
+// accumulators over 16-column blocks, one over 4-column blocks, single
+// columns in lane 0 of V1, then a pairwise reduction.
+TEXT ·GemvNGroupsNEON(SB), NOSPLIT, $0-128
+	MOVD ng+0(FP), qG      // qG = ng
+	MOVD d+8(FP), qD       // qD = d
+	MOVD n+16(FP), qN      // qN = n
+	MOVD a_base+24(FP), qA // qA = &a[0]
+	MOVD lda+48(FP), qLDA  // qLDA = lda
+	MOVD x_base+56(FP), qX // qX = &x[0]
+	MOVD ldx+80(FP), qXS   // qXS = ldx
+	MOVD y_base+88(FP), qY // qY = &y[0]
+	MOVD ys+112(FP), qLDY  // qLDY = ys
+	MOVD yk+120(FP), qK    // qK = yk
+	CBZ  qG, gngdone       // nothing to do?
+	CBZ  qD, gngdone
+	CBZ  qN, gngdone
+	LSL  $2, qXS           // strides in bytes
+	LSL  $2, qK
+	LSL  $2, qLDY
+	LSL  $2, qLDA
+
+gnggroup:
+	MOVD qY, qPY           // qPY = &y[j·ys]
+	MOVD qD, qR            // qR = d
+
+gngrow:
+	MOVD qA, qP                 // qP = &a[r,0]
+	MOVD qX, qPX                // qPX = &x[j,0]
+	MOVD qN, qC                 // qC = n
+	VEOR V0.B16, V0.B16, V0.B16 // accumulators = 0
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+
+gngc16:
+	CMP  $16, qC                                     // fewer than 16 columns?
+	BLT  gngc4
+	VLD1.P 64(qPX), [V16.S4, V17.S4, V18.S4, V19.S4] // x[j,c:c+16]
+	VLD1.P 64(qP), [V20.S4, V21.S4, V22.S4, V23.S4]  // a[r,c:c+16]
+	VFMLA V16.S4, V20.S4, V0.S4                      // V0..V3 += x·a
+	VFMLA V17.S4, V21.S4, V1.S4
+	VFMLA V18.S4, V22.S4, V2.S4
+	VFMLA V19.S4, V23.S4, V3.S4
+	SUB  $16, qC                                     // qC -= 16
+	B    gngc16
+
+gngc4:
+	CMP  $4, qC                 // fewer than 4 columns?
+	BLT  gngc1
+	VLD1.P 16(qPX), [V16.S4]    // V16 = x[j,c:c+4]
+	VLD1.P 16(qP), [V20.S4]     // V20 = a[r,c:c+4]
+	VFMLA V16.S4, V20.S4, V0.S4 // V0 += x·a
+	SUB  $4, qC                 // qC -= 4
+	B    gngc4
+
+gngc1:
+	CBZ  qC, gngsum             // no tail?
+	FMOVS.P 4(qPX), F16         // V16 = {x[j,c], 0, 0, 0}
+	FMOVS.P 4(qP), F20          // V20 = {a[r,c], 0, 0, 0}
+	VFMLA V16.S4, V20.S4, V1.S4 // V1[0] += x·a
+	SUB  $1, qC                 // qC--
+	B    gngc1
+
+gngsum:
+	VFADD(1, 0, 0)          // V0 += V1
+	VFADD(3, 2, 2)          // V2 += V3
+	VFADD(2, 0, 0)          // V0 += V2
+	VFADDP(0, 0, 0)         // V0 = pair sums
+	VFADDP(0, 0, 0)         // V0[0] = Σ a[r,:]·x
+	FMOVS (qPY), F16        // F16 = y[j,k]
+	FADDS F0, F16, F16      // F16 += Σ
+	FMOVS F16, (qPY)        // y[j,k] = F16
+	ADD  qK, qPY            // next y
+	ADD  qLDA, qA           // next row of a
+	SUB  $1, qR             // qR--
+	CBNZ qR, gngrow
+	ADD  qXS, qX            // next row of x
+	ADD  qLDY, qY           // next group of y
+	SUB  $1, qG             // qG--
+	CBNZ qG, gnggroup
+
+gngdone:
+	RET
+
+#undef qG
+#undef qD
+#undef qN
+#undef qX
+#undef qXS
+#undef qK
+#undef qY
+#undef qLDY
+#undef qA
+#undef qLDA
+#undef qR
+#undef qPX
+#undef qP
+#undef qPY
+#undef qC
+#undef qDA

@@ -132,10 +132,11 @@ func deepConfig(n, d, L, r int, uniform bool, hw int, convs []ConvConfig, dec []
 // tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), and the
 // paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64).
 func Presets() map[string]Config {
-	p := map[string]Config{
-		"sabour":       Sabour(),
-		"deep":         Deep(16, 8, 4, 10, false),
-		"deep-uniform": Deep(16, 8, 4, 10, true),
+	p := map[string]Config{"sabour": Sabour()}
+	for name, uniform := range map[string]bool{"deep": false, "deep-uniform": true} {
+		c := Deep(16, 8, 4, 10, uniform)
+		c.Name = name
+		p[name] = c
 	}
 	// sabour-small: Sabour's architecture at a quarter of the channels and
 	// half the primary maps (576 primary capsules); the default of

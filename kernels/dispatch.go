@@ -42,6 +42,19 @@ type ops struct {
 	// softmaxColsGrad: dl[r,i] = c[r,i]·(dc[r,i] − Σ_r' c[r',i]·dc[r',i]).
 	softmaxColsGrad func(rows, n int, c, dc, dl []float32)
 
+	// gerGroups: a[(j*d+k)*lda+c] += x[j*xs+k*xk]·y[j*ldy+c] for j < g,
+	// k < d, c < n: g rank-1 updates of d×n blocks stacked in one matrix,
+	// block j with its own rows of x and y, in one call. x is read with two
+	// strides so that it can be capsule-major (xs = d, xk = 1) or
+	// component-major (xs = 1, xk = g).
+	gerGroups func(g, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int)
+	// gemvTGroups: y[j*ldy+c] += Σ_k x[j*xs+k*xk]·a[(j*d+k)*lda+c] for
+	// j < g, k < d, c < n: the gemvT of every d×n block j into row j of y.
+	gemvTGroups func(g, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)
+	// gemvNGroups: y[j*ys+k*yk] += Σ_c a[(j*d+k)*lda+c]·x[j*ldx+c] for
+	// j < g, k < d, c < n: the gemvN of every d×n block j with row j of x.
+	gemvNGroups func(g, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)
+
 	// squash: v = squash(s) for n capsules of dimension d stored
 	// component-major (s[l*n+i] is component l of capsule i), kind SquashMazzia
 	// or SquashSabour.

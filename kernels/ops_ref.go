@@ -17,6 +17,9 @@ var refOps = ops{
 	softmaxColsGrad: softmaxColsGradRef,
 	squash:          squashRef,
 	squashGrad:      squashGradRef,
+	gerGroups:       gerGroupsRef,
+	gemvTGroups:     gemvTGroupsRef,
+	gemvNGroups:     gemvNGroupsRef,
 }
 
 func gemvNRef(m, n int, a []float32, lda int, x, y []float32) {
@@ -57,6 +60,49 @@ func mulAddRowsRef(k, n int, a []float32, lda int, x []float32, ldx int, y []flo
 		xr := x[l*ldx : l*ldx+n]
 		for c := range y {
 			y[c] += ar[c] * xr[c]
+		}
+	}
+}
+
+func gerGroupsRef(g, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+	for j := 0; j < g; j++ {
+		yj := y[j*ldy : j*ldy+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			row := a[r*lda : r*lda+n]
+			xr := x[j*xs+k*xk]
+			for c := range row {
+				row[c] += xr * yj[c]
+			}
+		}
+	}
+}
+
+func gemvTGroupsRef(g, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+	for j := 0; j < g; j++ {
+		yj := y[j*ldy : j*ldy+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			row := a[r*lda : r*lda+n]
+			xr := x[j*xs+k*xk]
+			for c, v := range row {
+				yj[c] += xr * v
+			}
+		}
+	}
+}
+
+func gemvNGroupsRef(g, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+	for j := 0; j < g; j++ {
+		xj := x[j*ldx : j*ldx+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			row := a[r*lda : r*lda+n]
+			var s float32
+			for c, v := range row {
+				s += v * xj[c]
+			}
+			y[j*ys+k*yk] += s
 		}
 	}
 }

@@ -669,10 +669,288 @@ func TestOpsNoAlloc(t *testing.T) {
 			{"squash/sabour", func() { o.squash(SquashSabour, m, n, a, c) }},
 			{"squashGrad/mazzia", func() { o.squashGrad(SquashMazzia, m, n, a, b, c) }},
 			{"squashGrad/sabour", func() { o.squashGrad(SquashSabour, m, n, a, b, c) }},
+			// 4 groups of 4 rows of the 16×37 a, x component-major.
+			{"gerGroups", func() { o.gerGroups(4, 4, n, x, 1, 4, b, n, c, n) }},
+			{"gemvTGroups", func() { o.gemvTGroups(4, 4, n, a, n, x, 1, 4, c, n) }},
+			{"gemvNGroups", func() { o.gemvNGroups(4, 4, n, a, n, b, n, y, 1, 4) }},
 		} {
 			if got := testing.AllocsPerRun(20, tc.f); got != 0 {
 				t.Errorf("%s: %v allocations per call, want 0", tc.name, got)
 			}
 		}
 	})
+}
+
+// Grouped primitives (gerGroups, gemvTGroups, gemvNGroups): ng blocks of d
+// rows of a, block j paired with its own row (or strided column) of the
+// other operand. The sweep covers ng and d of 0, 1 and odd sizes, the
+// routing shapes (16 or 10 groups of 8 or 16 rows), n with tails around the
+// vector widths, unaligned buffers, padded strides and both capsule layouts
+// of the strided operand.
+
+// groupShape is one point of the grouped sweep, with the strides of the
+// strided operand (x of gerGroups and gemvTGroups, y of gemvNGroups:
+// element (j, k) at j·s + k·sk), the row stride of a and that of the other
+// operand's rows.
+type groupShape struct {
+	ng, d, n    int
+	s, sk       int
+	lda, ldRows int
+}
+
+func (g groupShape) String() string {
+	return fmt.Sprintf("ng=%d d=%d n=%d s=%d sk=%d lda=%d ld=%d", g.ng, g.d, g.n, g.s, g.sk, g.lda, g.ldRows)
+}
+
+// stridedLen is the length of the strided operand: one past its last index.
+func (g groupShape) stridedLen() int {
+	if g.ng == 0 || g.d == 0 {
+		return 0
+	}
+	return (g.ng-1)*g.s + (g.d-1)*g.sk + 1
+}
+
+// isTarget reports whether element i of the strided operand is some (j, k).
+func (g groupShape) isTarget(i int) bool {
+	for j := 0; j < g.ng; j++ {
+		for k := 0; k < g.d; k++ {
+			if j*g.s+k*g.sk == i {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// groupShapes returns the sweep; each point gets a random layout of the
+// strided operand: capsule-major (s = d, sk = 1), component-major (s = 1,
+// sk = ng) or either with padding, so that the strides differ from the
+// tight ones.
+func groupShapes(rng *rand.Rand) []groupShape {
+	gs := []int{0, 1, 2, 3, 5, 10, 16}
+	ds := []int{0, 1, 2, 3, 8, 16}
+	ns := []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100, 1152}
+	limit := 300000
+	if opsTestSmall() {
+		limit = 8000
+	}
+	var out []groupShape
+	for _, ng := range gs {
+		for _, d := range ds {
+			for _, n := range ns {
+				if ng*d*n > limit {
+					continue
+				}
+				sh := groupShape{ng: ng, d: d, n: n, lda: pickLd(rng, n), ldRows: pickLd(rng, n)}
+				pad := []int{0, 0, 1, 3}[rng.IntN(4)]
+				if rng.IntN(2) == 0 {
+					sh.s, sh.sk = max(d, 1)+pad, 1 // capsule-major
+				} else {
+					sh.s, sh.sk = 1, max(ng, 1)+pad // component-major
+				}
+				out = append(out, sh)
+			}
+		}
+	}
+	return out
+}
+
+// newStrided returns the strided operand: random values at the (j, k)
+// elements and guard NaNs in the gaps, so that reading a gap poisons the
+// result.
+func newStrided(rng *rand.Rand, sh groupShape) *tbuf {
+	g := math.Float32frombits(guardBits)
+	return newTVec(rng, sh.stridedLen(), func(i int) float32 {
+		if sh.isTarget(i) {
+			return uni(rng)
+		}
+		return g
+	})
+}
+
+func checkGerGroups(o *ops, rng *rand.Rand, sh groupShape) error {
+	ng, d, n, lda, ldy := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
+	A := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newStrided(rng, sh)
+	y := newTMat(rng, ng, n, ldy, func(int, int) float32 { return uni(rng) })
+	a0 := append([]float32(nil), A.s()...)
+	want := append([]float32(nil), a0...)
+	gerGroupsRef(ng, d, n, x.s(), sh.s, sh.sk, y.s(), ldy, want, lda)
+	o.gerGroups(ng, d, n, x.s(), sh.s, sh.sk, y.s(), ldy, A.s(), lda)
+	if err := firstErr(x.unchanged("x"), y.unchanged("y"), A.guardsIntact("a")); err != nil {
+		return fmt.Errorf("gerGroups %v: %w", sh, err)
+	}
+	a, xs, ys := A.s(), x.s(), y.s()
+	for j := 0; j < ng; j++ {
+		for k := 0; k < d; k++ {
+			for c := 0; c < n; c++ {
+				// One multiply-add per element, fused or not: as in checkGer.
+				i := (j*d+k)*lda + c
+				sum := math.Abs(float64(a0[i])) + math.Abs(float64(xs[j*sh.s+k*sh.sk])*float64(ys[j*ldy+c]))
+				if tol := 2 * eps32 * 2 * sum; !within(a[i], want[i], tol) {
+					return mismatch(a[i], want[i], tol, "gerGroups %v: a[%d,%d,%d]", sh, j, k, c)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkGemvTGroups(o *ops, rng *rand.Rand, sh groupShape) error {
+	ng, d, n, lda, ldy := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
+	A := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newStrided(rng, sh)
+	y := newTMat(rng, ng, n, ldy, func(int, int) float32 { return uni(rng) })
+	y0 := append([]float32(nil), y.s()...)
+	want := append([]float32(nil), y0...)
+	gemvTGroupsRef(ng, d, n, A.s(), lda, x.s(), sh.s, sh.sk, want, ldy)
+	o.gemvTGroups(ng, d, n, A.s(), lda, x.s(), sh.s, sh.sk, y.s(), ldy)
+	if err := firstErr(A.unchanged("a"), x.unchanged("x"), y.guardsIntact("y")); err != nil {
+		return fmt.Errorf("gemvTGroups %v: %w", sh, err)
+	}
+	a, xs, ys := A.s(), x.s(), y.s()
+	for j := 0; j < ng; j++ {
+		for c := 0; c < n; c++ {
+			// A sum of d products and the initial y: 2·(d+1)·eps32·Σ|terms|
+			// as for gemvT.
+			sum := math.Abs(float64(y0[j*ldy+c]))
+			for k := 0; k < d; k++ {
+				sum += math.Abs(float64(a[(j*d+k)*lda+c]) * float64(xs[j*sh.s+k*sh.sk]))
+			}
+			if tol := 2 * eps32 * float64(d+1) * sum; !within(ys[j*ldy+c], want[j*ldy+c], tol) {
+				return mismatch(ys[j*ldy+c], want[j*ldy+c], tol, "gemvTGroups %v: y[%d,%d]", sh, j, c)
+			}
+		}
+	}
+	return nil
+}
+
+func checkGemvNGroups(o *ops, rng *rand.Rand, sh groupShape) error {
+	ng, d, n, lda, ldx := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
+	A := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newTMat(rng, ng, n, ldx, func(int, int) float32 { return uni(rng) })
+	y := newStrided(rng, sh)
+	y0 := append([]float32(nil), y.s()...)
+	want := append([]float32(nil), y0...)
+	gemvNGroupsRef(ng, d, n, A.s(), lda, x.s(), ldx, want, sh.s, sh.sk)
+	o.gemvNGroups(ng, d, n, A.s(), lda, x.s(), ldx, y.s(), sh.s, sh.sk)
+	if err := firstErr(A.unchanged("a"), x.unchanged("x")); err != nil {
+		return fmt.Errorf("gemvNGroups %v: %w", sh, err)
+	}
+	ys := y.s()
+	for i := range y.all {
+		if !y.inData(i) && math.Float32bits(y.all[i]) != guardBits {
+			return fmt.Errorf("gemvNGroups %v: y written outside its data at %d", sh, i-y.off)
+		}
+	}
+	for i, v := range ys {
+		if !sh.isTarget(i) && math.Float32bits(v) != guardBits {
+			return fmt.Errorf("gemvNGroups %v: y written in a gap at %d: %g", sh, i, v)
+		}
+	}
+	a, xs := A.s(), x.s()
+	for j := 0; j < ng; j++ {
+		for k := 0; k < d; k++ {
+			// A sum of n products and the initial y, as for gemvN.
+			i := j*sh.s + k*sh.sk
+			sum := math.Abs(float64(y0[i]))
+			for c := 0; c < n; c++ {
+				sum += math.Abs(float64(a[(j*d+k)*lda+c]) * float64(xs[j*ldx+c]))
+			}
+			if tol := 2 * eps32 * float64(n+1) * sum; !within(ys[i], want[i], tol) {
+				return mismatch(ys[i], want[i], tol, "gemvNGroups %v: y[%d,%d]", sh, j, k)
+			}
+		}
+	}
+	return nil
+}
+
+var opsGroupChecks = []struct {
+	name string
+	run  func(o *ops, rng *rand.Rand, sh groupShape) error
+}{
+	{"gerGroups", checkGerGroups},
+	{"gemvTGroups", checkGemvTGroups},
+	{"gemvNGroups", checkGemvNGroups},
+}
+
+// TestOpsGroups compares the grouped primitives of every available
+// implementation with the reference over the grouped sweep.
+func TestOpsGroups(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, o *ops) {
+		for _, ck := range opsGroupChecks {
+			t.Run(ck.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(7, 8))
+				fails := 0
+				for _, sh := range groupShapes(rng) {
+					if err := ck.run(o, rng, sh); err != nil {
+						t.Error(err)
+						if fails++; fails >= 5 {
+							t.Fatal("too many failures")
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestOpsGroupsCheckersDetectBugs feeds slightly broken grouped primitives
+// to their checkers: each must be rejected.
+func TestOpsGroupsCheckersDetectBugs(t *testing.T) {
+	sh := groupShape{ng: 8, d: 8, n: 17, s: 1, sk: 9, lda: 17, ldRows: 20}
+	bugs := []struct {
+		name, check string
+		patch       func(o *ops)
+	}{
+		{"gerGroups reads x capsule-major", "gerGroups", func(o *ops) {
+			o.gerGroups = func(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+				gerGroupsRef(ng, d, n, x, xk, xs, y, ldy, a, lda)
+			}
+		}},
+		{"gerGroups misses the tail", "gerGroups", func(o *ops) {
+			o.gerGroups = func(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+				gerGroupsRef(ng, d, n&^7, x, xs, xk, y, ldy, a, lda)
+			}
+		}},
+		{"gemvTGroups skips the last group", "gemvTGroups", func(o *ops) {
+			o.gemvTGroups = func(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+				gemvTGroupsRef(ng-1, d, n, a, lda, x, xs, xk, y, ldy)
+			}
+		}},
+		{"gemvTGroups skips the last row of each group", "gemvTGroups", func(o *ops) {
+			o.gemvTGroups = func(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+				for j := 0; j < ng; j++ {
+					gemvTGroupsRef(1, d-1, n, a[j*d*lda:], lda, x[j*xs:], xs, xk, y[j*ldy:], ldy)
+				}
+			}
+		}},
+		{"gemvNGroups off by 1e-4", "gemvNGroups", func(o *ops) {
+			o.gemvNGroups = func(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+				gemvNGroupsRef(ng, d, n, a, lda, x, ldx, y, ys, yk)
+				y[0] += 1e-4
+			}
+		}},
+		{"gemvNGroups uses x row 0 for every group", "gemvNGroups", func(o *ops) {
+			o.gemvNGroups = func(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+				gemvNGroupsRef(ng, d, n, a, lda, x, 0, y, ys, yk)
+			}
+		}},
+	}
+	for _, b := range bugs {
+		o := refOps
+		b.patch(&o)
+		var run func(o *ops, rng *rand.Rand, sh groupShape) error
+		for _, ck := range opsGroupChecks {
+			if ck.name == b.check {
+				run = ck.run
+			}
+		}
+		if run == nil {
+			t.Fatalf("%s: no checker %q", b.name, b.check)
+		}
+		if run(&o, rand.New(rand.NewPCG(9, 10)), sh) == nil {
+			t.Errorf("checker %s accepted a broken implementation: %s", b.check, b.name)
+		}
+	}
 }

@@ -53,15 +53,16 @@ func (sh RoutingShape) iterSize() int { return sh.NOut*sh.NIn + 2*sh.D*sh.NOut }
 
 // scratchSize is the shared scratch at the end of the work buffer: three
 // NOut·NIn planes (logits in the forward; logit gradient, coupling gradient
-// and softmax-gradient output in the backward), five D·NOut capsule vectors
-// and one float holding the constant 1.
-func (sh RoutingShape) scratchSize() int { return 3*sh.NOut*sh.NIn + 5*sh.D*sh.NOut + 1 }
+// and softmax-gradient output in the backward), three D·NOut capsule vectors
+// (the backward's gradients of v_t, v_{t-1} and s_t) and one float holding
+// the constant 1.
+func (sh RoutingShape) scratchSize() int { return 3*sh.NOut*sh.NIn + 3*sh.D*sh.NOut + 1 }
 
 // WorkSize returns the number of float32 of the work buffer RoutingForward
 // fills and RoutingBackward reads: per sample and per iteration, the
 // couplings c_t and the squash input s_t and output v_t, followed by scratch
 // space both passes use. It is Batch·r·(NOut·NIn + 2·D·NOut) +
-// 3·NOut·NIn + 5·D·NOut + 1 with r = Iters (1 when Uniform), or 0 for an
+// 3·NOut·NIn + 3·D·NOut + 1 with r = Iters (1 when Uniform), or 0 for an
 // invalid shape.
 func (sh RoutingShape) WorkSize() int {
 	if sh.check() != nil {
@@ -124,24 +125,6 @@ func (sh RoutingShape) checkArgs(fn, vName string, v, c, uhat, prior, work []flo
 	return nil
 }
 
-// capsT sets dst[c*rows+r] = src[r*cols+c] for a small rows×cols matrix: it
-// converts one sample's capsules between capsule-major (NOut, D), which the
-// per-capsule gemv and ger calls need, and component-major (D, NOut), which
-// squash and the output use.
-func capsT(rows, cols int, src, dst []float32) {
-	src = src[:rows*cols]
-	dst = dst[:rows*cols]
-	// Write dst contiguously (one column of src at a time): the strided
-	// side is the read, which does not stall on store forwarding.
-	for c := 0; c < cols; c++ {
-		out := dst[c*rows : c*rows+rows]
-		in := src[c:]
-		for r := range out {
-			out[r] = in[r*cols]
-		}
-	}
-}
-
 // RoutingForward runs routing by agreement exactly as spec §3, per sample b:
 //
 //	logits = prior (zeros when prior is nil)
@@ -184,10 +167,8 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 	nc, ns := nOut*nIn, d*nOut
 	rec := r * sh.iterSize()
 	scr := work[bs*rec:]
-	logits := scr[:nc]    // blocked like the couplings
-	sT := scr[3*nc:][:ns] // s capsule-major (NOut, D)
-	vT := sT[ns:][:ns]    // v of the previous iteration, capsule-major
-	block := d * nIn      // floats of one Û_j
+	logits := scr[:nc] // blocked like the couplings
+	block := d * nIn   // floats of one Û_j
 	nb := routingChunk(sh)
 	for b := 0; b < bs; b++ {
 		ub := uhat[b*nOut*block:][:nOut*block]
@@ -197,16 +178,20 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 			it := w[t*sh.iterSize():]
 			ct = it[:nc]
 			st := it[nc:][:ns]
+			vp := vt // v of the previous iteration, component-major
 			vt = it[nc+ns:][:ns]
-			clear(sT)
+			clear(st)
 			// One pass over Û per iteration: for each block of input
 			// capsules, finish its logits (prior, or the agreement with the
 			// previous iteration's v), take its softmax, and add its share
-			// of s.
+			// of s. The grouped primitives treat all output capsules j in
+			// one call (Û is the (NOut·D)×NIn matrix whose rows j·D+k form
+			// Û_j) and read or write s and v component-major in place.
 			for i0 := 0; i0 < nIn; i0 += nb {
 				n := min(nb, nIn-i0)
 				lb := logits[nOut*i0:][:nOut*n]
 				cb := ct[nOut*i0:][:nOut*n]
+				ui := ub[i0:]
 				if sh.Uniform {
 					fill := 1 / float32(nOut)
 					for x := range cb {
@@ -214,29 +199,26 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 					}
 				} else {
 					if t == 0 {
-						for j := 0; j < nOut; j++ {
-							if prior != nil {
+						switch {
+						case prior == nil:
+							clear(lb)
+						case n == nIn:
+							copy(lb, prior)
+						default:
+							for j := 0; j < nOut; j++ {
 								copy(lb[j*n:][:n], prior[j*nIn+i0:])
-							} else {
-								clear(lb[j*n:][:n])
 							}
 						}
 					} else {
-						for j := 0; j < nOut; j++ {
-							o.gemvT(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, vT[j*d:][:d], lb[j*n:][:n])
-						}
+						// logits[j,:] += Û_jᵀ·v[:,j]
+						o.gemvTGroups(nOut, d, n, ui, nIn, vp, 1, nOut, lb, n)
 					}
 					o.softmaxCols(nOut, n, lb, cb)
 				}
-				for j := 0; j < nOut; j++ {
-					o.gemvN(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, cb[j*n:][:n], sT[j*d:][:d])
-				}
+				// s[:,j] += Û_j·c[j,:]
+				o.gemvNGroups(nOut, d, n, ui, nIn, cb, n, st, 1, nOut)
 			}
-			capsT(nOut, d, sT, st)
 			o.squash(sh.Squash, d, nOut, st, vt)
-			if t < r-1 {
-				capsT(d, nOut, vt, vT)
-			}
 		}
 		copy(v[b*ns:][:ns], vt)
 		if c != nil {
@@ -303,12 +285,10 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 	gL := scr[:nc]             // ∂L/∂logits, blocked like the couplings
 	dc := scr[nc:][:nc]        // ∂L/∂c_t, blocked
 	dl := scr[2*nc:][:nc]      // softmax gradient of one iteration, blocked
-	gvT := scr[3*nc:][:ns]     // ∂L/∂v_{t-1} capsule-major (NOut, D)
-	gv := gvT[ns:][:ns]        // ∂L/∂v_t component-major (D, NOut)
-	gs := gv[ns:][:ns]         // ∂L/∂s_t component-major
-	gsT := gs[ns:][:ns]        // ∂L/∂s_t capsule-major
-	vT := gsT[ns:][:ns]        // v_{t-1} capsule-major
-	one := scr[3*nc+5*ns:][:1] // the constant 1, for ger as an axpy
+	gv := scr[3*nc:][:ns]      // ∂L/∂v_t component-major (D, NOut)
+	gvp := gv[ns:][:ns]        // ∂L/∂v_{t-1} component-major
+	gs := gvp[ns:][:ns]        // ∂L/∂s_t component-major
+	one := scr[3*nc+3*ns:][:1] // the constant 1, for ger as an axpy
 	one[0] = 1
 	block := d * nIn
 	nb := routingChunk(sh)
@@ -324,34 +304,32 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 			ct := it[:nc]
 			st := it[nc:][:ns]
 			o.squashGrad(sh.Squash, d, nOut, st, gv, gs)
-			capsT(d, nOut, gs, gsT)
+			var vp []float32 // v_{t-1} component-major
 			if t > 0 {
-				prev := w[(t-1)*sh.iterSize():]
-				capsT(d, nOut, prev[nc+ns:][:ns], vT)
-				clear(gvT)
+				vp = w[(t-1)*sh.iterSize()+nc+ns:][:ns]
+				clear(gvp)
 			}
 			// One pass over Û and dÛ per iteration: for each block of input
 			// capsules, the gradient of s_t = Σ_i c_t·û (into û and c_t),
 			// the softmax gradient into the logits, and the agreement update
 			// that produced those logits from the previous iteration's v
-			// (into û and v_{t-1}), or the prior for t = 0.
+			// (into û and v_{t-1}), or the prior for t = 0. Each step is one
+			// grouped call over all output capsules j, reading and writing
+			// the component-major capsules in place.
 			for i0 := 0; i0 < nIn; i0 += nb {
 				n := min(nb, nIn-i0)
 				cb := ct[nOut*i0:][:nOut*n]
+				ui, di := ub[i0:], db[i0:]
+				// dÛ_j += gs[:,j] ⊗ c_t[j,:]
+				o.gerGroups(nOut, d, n, gs, 1, nOut, cb, n, di, nIn)
 				if sh.Uniform {
-					for j := 0; j < nOut; j++ {
-						o.ger(d, n, gsT[j*d:][:d], cb[j*n:][:n], capsSpan(db, j*block+i0, d, nIn, n), nIn)
-					}
 					continue
 				}
 				dcb := dc[nOut*i0:][:nOut*n]
 				gLb := gL[nOut*i0:][:nOut*n]
 				clear(dcb)
-				for j := 0; j < nOut; j++ {
-					gj := gsT[j*d:][:d]
-					o.ger(d, n, gj, cb[j*n:][:n], capsSpan(db, j*block+i0, d, nIn, n), nIn)
-					o.gemvT(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, gj, dcb[j*n:][:n])
-				}
+				// dc[j,:] = Û_jᵀ·gs[:,j]
+				o.gemvTGroups(nOut, d, n, ui, nIn, gs, 1, nOut, dcb, n)
 				if t == r-1 {
 					o.softmaxColsGrad(nOut, n, cb, dcb, gLb)
 				} else {
@@ -360,20 +338,20 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 					o.ger(1, nOut*n, one, dlb, gLb, nOut*n) // gL += dl
 				}
 				if t > 0 {
-					for j := 0; j < nOut; j++ {
-						gj := gLb[j*n:][:n]
-						o.gemvN(d, n, capsSpan(ub, j*block+i0, d, nIn, n), nIn, gj, gvT[j*d:][:d])
-						o.ger(d, n, vT[j*d:][:d], gj, capsSpan(db, j*block+i0, d, nIn, n), nIn)
-					}
+					// gv_{t-1}[:,j] += Û_j·gL[j,:];  dÛ_j += v_{t-1}[:,j] ⊗ gL[j,:]
+					o.gemvNGroups(nOut, d, n, ui, nIn, gLb, n, gvp, 1, nOut)
+					o.gerGroups(nOut, d, n, vp, 1, nOut, gLb, n, di, nIn)
 				} else if dprior != nil {
-					for j := 0; j < nOut; j++ {
-						o.ger(1, n, one, gLb[j*n:][:n], dprior[j*nIn+i0:][:n], n) // dprior += gL
+					if n == nIn {
+						o.ger(1, nc, one, gLb, dprior, nc) // dprior += gL
+					} else {
+						for j := 0; j < nOut; j++ {
+							o.ger(1, n, one, gLb[j*n:][:n], dprior[j*nIn+i0:][:n], n) // dprior += gL
+						}
 					}
 				}
 			}
-			if t > 0 {
-				capsT(nOut, d, gvT, gv)
-			}
+			gv, gvp = gvp, gv
 		}
 	}
 	return nil

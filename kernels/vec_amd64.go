@@ -16,6 +16,9 @@ var _ = register("avx2", func(o *ops) {
 	o.softmaxColsGrad = asm.SoftmaxColsGradAVX2
 	o.squash = func(kind Squash, d, n int, s, v []float32) { asm.SquashAVX2(int(kind), d, n, s, v) }
 	o.squashGrad = func(kind Squash, d, n int, s, dv, ds []float32) { asm.SquashGradAVX2(int(kind), d, n, s, dv, ds) }
+	o.gerGroups = asm.GerGroupsAVX2
+	o.gemvTGroups = asm.GemvTGroupsAVX2
+	o.gemvNGroups = asm.GemvNGroupsAVX2
 })
 
 // AVX-512 kernels.
@@ -28,4 +31,7 @@ var _ = register("avx512", func(o *ops) {
 	o.softmaxColsGrad = asm.SoftmaxColsGradAVX512
 	o.squash = func(kind Squash, d, n int, s, v []float32) { asm.SquashAVX512(int(kind), d, n, s, v) }
 	o.squashGrad = func(kind Squash, d, n int, s, dv, ds []float32) { asm.SquashGradAVX512(int(kind), d, n, s, dv, ds) }
+	o.gerGroups = asm.GerGroupsAVX512
+	o.gemvTGroups = asm.GemvTGroupsAVX512
+	o.gemvNGroups = asm.GemvNGroupsAVX512
 })

@@ -17,6 +17,9 @@ var _ = register("neon", func(o *ops) {
 	o.softmaxColsGrad = softmaxColsGradNEON
 	o.squash = squashNEON
 	o.squashGrad = squashGradNEON
+	o.gerGroups = gerGroupsNEON
+	o.gemvTGroups = gemvTGroupsNEON
+	o.gemvNGroups = gemvNGroupsNEON
 })
 
 func gemvNNEON(m, n int, a []float32, lda int, x, y []float32) {
@@ -47,6 +50,40 @@ func gerNEON(m, n int, x, y, a []float32, lda int) {
 	_ = x[m-1]
 	_ = y[n-1]
 	asm.GerNEON(m, n, x, y, a, lda)
+}
+
+// stridedLast is the last index of the strided operand of the grouped
+// primitives, element (j, k) at j·s + k·sk (non-negative strides).
+func stridedLast(ng, d, s, sk int) int { return (ng-1)*s + (d-1)*sk }
+
+func gerGroupsNEON(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+	if ng <= 0 || d <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(ng*d-1)*lda+n-1]
+	_ = x[stridedLast(ng, d, xs, xk)]
+	_ = y[(ng-1)*ldy+n-1]
+	asm.GerGroupsNEON(ng, d, n, x, xs, xk, y, ldy, a, lda)
+}
+
+func gemvTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+	if ng <= 0 || d <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(ng*d-1)*lda+n-1]
+	_ = x[stridedLast(ng, d, xs, xk)]
+	_ = y[(ng-1)*ldy+n-1]
+	asm.GemvTGroupsNEON(ng, d, n, a, lda, x, xs, xk, y, ldy)
+}
+
+func gemvNGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+	if ng <= 0 || d <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(ng*d-1)*lda+n-1]
+	_ = x[(ng-1)*ldx+n-1]
+	_ = y[stridedLast(ng, d, ys, yk)]
+	asm.GemvNGroupsNEON(ng, d, n, a, lda, x, ldx, y, ys, yk)
 }
 
 func mulAddRowsNEON(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
