@@ -251,3 +251,44 @@ func GemvTGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, xs, xk i
 //
 //go:noescape
 func GemvNGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)
+
+// Ger2GroupsAVX2 is GerGroupsAVX2 for two operand pairs (x, y) and (x2, y2)
+// sharing their strides, in one pass over a, with AVX2+FMA. It is
+// equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				r := (j*d+k)*lda + c
+//				a[r] += x[j*xs+k*xk] * y[j*ldy+c]
+//				a[r] += x2[j*xs+k*xk] * y2[j*ldy+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func Ger2GroupsAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// Ger2GroupsAVX512 is Ger2GroupsAVX2 with AVX-512F.
+//
+//go:noescape
+func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// Ger2GroupsSetAVX2 is Ger2GroupsAVX2 overwriting a (a is not read), with
+// AVX2+FMA. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] = x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func Ger2GroupsSetAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// Ger2GroupsSetAVX512 is Ger2GroupsSetAVX2 with AVX-512F.
+//
+//go:noescape
+func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)

@@ -1939,7 +1939,7 @@ zsqg_done:
 #define GG_NB BX     // n − 2 vectors: last start of a double step
 #define GG_N1 DX     // n − 1 vector: last start of a single step
 #define GG_X SI      // &x of the current group
-#define GG_Y DI      // &y of the current group
+#define GG_Y DI      // &y of the current group (not in gemvN)
 #define GG_A R8      // &a[j·d, 0] of the current group (gemvN: current row)
 #define GG_LDA R14   // lda in bytes
 #define GG_K R10     // xk (ger, gemvT) or yk (gemvN) in bytes
@@ -2003,9 +2003,13 @@ LOOP: \
 	JNZ  LOOP
 
 // GTG_2 does y[j·ldy+c : c+2v] += Σ_k x[j·xs+k·xk]·a[j·d+k, c:c+2v].
-#define GTG_2(V0, V1, VX, OFF, DD, LOOP) \
+// Even rows accumulate into V0, V1 and odd rows into V2, V3: four FMA
+// chains, as the d-long chains bound long rows (Sabour: d = 16, n = 1152).
+#define GTG_2(V0, V1, V2, V3, VX, OFF, DD, LOOP, DONE) \
 	VMOVUPS (GG_Y)(GG_C*4), V0  /* acc = y[j, c:c+v] */ \
 	VMOVUPS OFF(GG_Y)(GG_C*4), V1 /* acc' = y[j, c+v:c+2v] */ \
+	VXORPS V2, V2, V2           /* odd-row acc = 0 */ \
+	VXORPS V3, V3, V3           /* odd-row acc' = 0 */ \
 	GGSTART(DD) \
 LOOP: \
 	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
@@ -2014,7 +2018,17 @@ LOOP: \
 	ADDQ GG_LDA, GG_PA          /* next row of a */ \
 	ADDQ GG_K, GG_PX            /* next x */ \
 	DECQ GG_R \
+	JZ   DONE \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	VFMADD231PS (GG_PA), VX, V2 /* odd acc += x·a[r, c:c+v] */ \
+	VFMADD231PS OFF(GG_PA), VX, V3 /* odd acc' += x·a[r, c+v:c+2v] */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
 	JNZ  LOOP \
+DONE: \
+	VADDPS V2, V0, V0           /* acc += odd acc */ \
+	VADDPS V3, V1, V1           /* acc' += odd acc' */ \
 	VMOVUPS V0, (GG_Y)(GG_C*4)  /* y[j, c:c+v] = acc */ \
 	VMOVUPS V1, OFF(GG_Y)(GG_C*4) /* y[j, c+v:c+2v] = acc' */
 
@@ -2122,7 +2136,7 @@ gtg_nomask:
 	GGBOUNDS(8)
 
 gtg_group:
-	GGCOLS(8, GTG_2(Y0, Y1, Y8, 32, d+8(FP), gtg_rows2), GTG_1(Y0, Y8, Y4, LDU, STU, d+8(FP), gtg_rows1), GTG_1(Y0, Y8, Y4, LDM, STM, d+8(FP), gtg_rowsm), gtg_c2, gtg_c1, gtg_ct, gtg_cend)
+	GGCOLS(8, GTG_2(Y0, Y1, Y2, Y3, Y8, 32, d+8(FP), gtg_rows2, gtg_sum2), GTG_1(Y0, Y8, Y4, LDU, STU, d+8(FP), gtg_rows1), GTG_1(Y0, Y8, Y4, LDM, STM, d+8(FP), gtg_rowsm), gtg_c2, gtg_c1, gtg_ct, gtg_cend)
 	GGNEXT(d+8(FP), xs+80(FP), GG_X, ldy+120(FP), GG_Y, gtg_group)
 
 gtg_done:
@@ -2166,6 +2180,83 @@ LEND: \
 	ADDQ GG_K, GG_PA            /* next y */ \
 	ADDQ GG_LDA, GG_A           /* next row of a */
 
+// GNG_ROW4 sums four rows of a (A and the next three, the row pointers
+// held in A1..A3, which reuse registers the 4-row walk does not need) times
+// x into four y elements at PA, PA+yk, PA+2·yk, PA+3·yk: one vector step
+// at a time into V0..V3 (which must be Y0..Y3 or Z0..Z3), a masked tail,
+// then FOLD (Z to Y for AVX-512) and one shared VHADDPS reduction.
+#define GG_A1 DI
+#define GG_A2 R9
+#define GG_A3 BX
+#define GNG_ROW4(V0, V1, V2, V3, VX, VA, W, LD, FOLD, L1, LT, LEND) \
+	VXORPS V0, V0, V0           /* acc0 = 0 */ \
+	VXORPS V1, V1, V1           /* acc1 = 0 */ \
+	VXORPS V2, V2, V2           /* acc2 = 0 */ \
+	VXORPS V3, V3, V3           /* acc3 = 0 */ \
+	LEAQ (GG_A)(GG_LDA*1), GG_A1 /* A1 = &a[r+1, 0] */ \
+	LEAQ (GG_A)(GG_LDA*2), GG_A2 /* A2 = &a[r+2, 0] */ \
+	LEAQ (GG_A1)(GG_LDA*2), GG_A3 /* A3 = &a[r+3, 0] */ \
+	XORQ GG_C, GG_C             /* c = 0 */ \
+L1: \
+	CMPQ GG_C, GG_N1            /* c > n − v: no full step left */ \
+	JGT  LT \
+	VMOVUPS (GG_X)(GG_C*4), VX  /* x[j, c:c+v] */ \
+	VFMADD231PS (GG_A)(GG_C*4), VX, V0  /* acc0 += a[r, c:c+v]·x */ \
+	VFMADD231PS (GG_A1)(GG_C*4), VX, V1 /* acc1 += a[r+1, c:c+v]·x */ \
+	VFMADD231PS (GG_A2)(GG_C*4), VX, V2 /* acc2 += a[r+2, c:c+v]·x */ \
+	VFMADD231PS (GG_A3)(GG_C*4), VX, V3 /* acc3 += a[r+3, c:c+v]·x */ \
+	ADDQ $W, GG_C               /* c += v */ \
+	JMP  L1 \
+LT: \
+	CMPQ GG_C, GG_N             /* c == n: no tail */ \
+	JGE  LEND \
+	LD((GG_X)(GG_C*4), VX)      /* x[j, c:n], masked */ \
+	LD((GG_A)(GG_C*4), VA)      /* a[r, c:n], masked */ \
+	VFMADD231PS VA, VX, V0      /* acc0 += a·x */ \
+	LD((GG_A1)(GG_C*4), VA)     /* a[r+1, c:n], masked */ \
+	VFMADD231PS VA, VX, V1      /* acc1 += a·x */ \
+	LD((GG_A2)(GG_C*4), VA)     /* a[r+2, c:n], masked */ \
+	VFMADD231PS VA, VX, V2      /* acc2 += a·x */ \
+	LD((GG_A3)(GG_C*4), VA)     /* a[r+3, c:n], masked */ \
+	VFMADD231PS VA, VX, V3      /* acc3 += a·x */ \
+LEND: \
+	FOLD \
+	VHADDPS Y1, Y0, Y0          /* pairwise sums of rows 0, 1 */ \
+	VHADDPS Y3, Y2, Y2          /* pairwise sums of rows 2, 3 */ \
+	VHADDPS Y2, Y0, Y0          /* [s0 s1 s2 s3 | s0' s1' s2' s3'] */ \
+	VEXTRACTF128 $1, Y0, X1     /* upper halves */ \
+	VADDPS X1, X0, X0           /* X0 = the 4 row sums */ \
+	VADDSS (GG_PA), X0, X1      /* y[k] + s0 */ \
+	VMOVSS X1, (GG_PA)          /* store y[k] */ \
+	ADDQ GG_K, GG_PA            /* next y */ \
+	VMOVSHDUP X0, X1            /* lane 0 = s1 */ \
+	VADDSS (GG_PA), X1, X1      /* y[k+1] + s1 */ \
+	VMOVSS X1, (GG_PA)          /* store y[k+1] */ \
+	ADDQ GG_K, GG_PA            /* next y */ \
+	VMOVHLPS X0, X0, X1         /* lane 0 = s2 */ \
+	VADDSS (GG_PA), X1, X1      /* y[k+2] + s2 */ \
+	VMOVSS X1, (GG_PA)          /* store y[k+2] */ \
+	ADDQ GG_K, GG_PA            /* next y */ \
+	VPERMILPS $3, X0, X1        /* lane 0 = s3 */ \
+	VADDSS (GG_PA), X1, X1      /* y[k+3] + s3 */ \
+	VMOVSS X1, (GG_PA)          /* store y[k+3] */ \
+	ADDQ GG_K, GG_PA            /* next y */ \
+	LEAQ (GG_A3)(GG_LDA*1), GG_A /* a: 4 rows on */
+
+// GNG_FOLD16 folds Z0..Z3 to 8 lanes in Y0..Y3.
+#define GNG_FOLD16 \
+	VEXTRACTF64X4 $1, Z0, Y4    /* upper half of acc0 */ \
+	VADDPS Y4, Y0, Y0           /* acc0 in 8 lanes */ \
+	VEXTRACTF64X4 $1, Z1, Y5    /* upper half of acc1 */ \
+	VADDPS Y5, Y1, Y1           /* acc1 in 8 lanes */ \
+	VEXTRACTF64X4 $1, Z2, Y6    /* upper half of acc2 */ \
+	VADDPS Y6, Y2, Y2           /* acc2 in 8 lanes */ \
+	VEXTRACTF64X4 $1, Z3, Y7    /* upper half of acc3 */ \
+	VADDPS Y7, Y3, Y3           /* acc3 in 8 lanes */
+
+// GNG_FOLD8 is the FOLD of the AVX2 GNG_ROW4: nothing to fold.
+#define GNG_FOLD8
+
 // GNG_REDUCE8 folds the 8 lanes of Y0 into lane 0 of X0.
 #define GNG_REDUCE8 \
 	VEXTRACTF128 $1, Y0, X1     /* upper half */ \
@@ -2204,19 +2295,35 @@ TEXT ·GemvNGroupsAVX2(SB), NOSPLIT, $0-128
 
 gng_nomask:
 	GGBOUNDS(8)
+	MOVQ GG_Y, GG_PA            // PA = &y[0]: walks y
 
 gng_group:
-	MOVQ GG_Y, GG_PA            // PA = &y[j·ys]
 	MOVQ d+8(FP), GG_R          // R = d
 
-gng_row:
+gng_row4:
+	CMPQ GG_R, $4               // fewer than 4 rows left in the group?
+	JLT  gng_row1
+	GNG_ROW4(Y0, Y1, Y2, Y3, Y8, Y9, 8, LDM, GNG_FOLD8, gng4_c1, gng4_ct, gng4_cend)
+	SUBQ $4, GG_R               // 4 rows done
+	JMP  gng_row4
+
+gng_row1:
+	TESTQ GG_R, GG_R            // rows left?
+	JZ    gng_next
+	MOVQ GG_N, GG_NB            // NB = n − 2v (GNG_ROW4 used its register)
+	SUBQ $(2*8), GG_NB
 	GNG_ROW(Y0, Y1, Y8, Y9, 32, 8, LDM, GNG_REDUCE8, gng_c2, gng_c1, gng_ct, gng_cend)
 	DECQ GG_R                   // one row done
-	JNZ  gng_row
+	JMP  gng_row1
+
+gng_next:
+	MOVQ d+8(FP), GG_PX         // PX = d
+	IMULQ GG_K, GG_PX           // PX = d·yk bytes
+	SUBQ GG_PX, GG_PA           // PA = &y[j·ys]
+	MOVQ ys+112(FP), GG_PX      // PX = ys
+	LEAQ (GG_PA)(GG_PX*4), GG_PA // PA = &y[(j+1)·ys]
 	MOVQ ldx+80(FP), GG_PX      // PX = ldx
 	LEAQ (GG_X)(GG_PX*4), GG_X  // x: next group
-	MOVQ ys+112(FP), GG_PX      // PX = ys
-	LEAQ (GG_Y)(GG_PX*4), GG_Y  // y: next group
 	DECQ GG_G                   // one group done
 	JNZ  gng_group
 
@@ -2285,7 +2392,7 @@ zgtg_nomask:
 	GGBOUNDS(16)
 
 zgtg_group:
-	GGCOLS(16, GTG_2(Z0, Z1, Z8, 64, d+8(FP), zgtg_rows2), GTG_1(Z0, Z8, Z4, ZLDU, ZSTU, d+8(FP), zgtg_rows1), GTG_1(Z0, Z8, Z4, ZLDM, ZSTM, d+8(FP), zgtg_rowsm), zgtg_c2, zgtg_c1, zgtg_ct, zgtg_cend)
+	GGCOLS(16, GTG_2(Z0, Z1, Z2, Z3, Z8, 64, d+8(FP), zgtg_rows2, zgtg_sum2), GTG_1(Z0, Z8, Z4, ZLDU, ZSTU, d+8(FP), zgtg_rows1), GTG_1(Z0, Z8, Z4, ZLDM, ZSTM, d+8(FP), zgtg_rowsm), zgtg_c2, zgtg_c1, zgtg_ct, zgtg_cend)
 	GGNEXT(d+8(FP), xs+80(FP), GG_X, ldy+120(FP), GG_Y, zgtg_group)
 
 zgtg_done:
@@ -2317,22 +2424,270 @@ TEXT ·GemvNGroupsAVX512(SB), NOSPLIT, $0-128
 
 zgng_nomask:
 	GGBOUNDS(16)
+	MOVQ GG_Y, GG_PA            // PA = &y[0]: walks y
 
 zgng_group:
-	MOVQ GG_Y, GG_PA            // PA = &y[j·ys]
 	MOVQ d+8(FP), GG_R          // R = d
 
-zgng_row:
+zgng_row4:
+	CMPQ GG_R, $4               // fewer than 4 rows left in the group?
+	JLT  zgng_row1
+	GNG_ROW4(Z0, Z1, Z2, Z3, Z8, Z9, 16, ZLDM, GNG_FOLD16, zgng4_c1, zgng4_ct, zgng4_cend)
+	SUBQ $4, GG_R               // 4 rows done
+	JMP  zgng_row4
+
+zgng_row1:
+	TESTQ GG_R, GG_R            // rows left?
+	JZ    zgng_next
+	MOVQ GG_N, GG_NB            // NB = n − 2v (GNG_ROW4 used its register)
+	SUBQ $(2*16), GG_NB
 	GNG_ROW(Z0, Z1, Z8, Z9, 64, 16, ZLDM, GNG_REDUCE16, zgng_c2, zgng_c1, zgng_ct, zgng_cend)
 	DECQ GG_R                   // one row done
-	JNZ  zgng_row
+	JMP  zgng_row1
+
+zgng_next:
+	MOVQ d+8(FP), GG_PX         // PX = d
+	IMULQ GG_K, GG_PX           // PX = d·yk bytes
+	SUBQ GG_PX, GG_PA           // PA = &y[j·ys]
+	MOVQ ys+112(FP), GG_PX      // PX = ys
+	LEAQ (GG_PA)(GG_PX*4), GG_PA // PA = &y[(j+1)·ys]
 	MOVQ ldx+80(FP), GG_PX      // PX = ldx
 	LEAQ (GG_X)(GG_PX*4), GG_X  // x: next group
-	MOVQ ys+112(FP), GG_PX      // PX = ys
-	LEAQ (GG_Y)(GG_PX*4), GG_Y  // y: next group
 	DECQ GG_G                   // one group done
 	JNZ  zgng_group
 
 zgng_done:
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------------------
+// Rank-2 grouped update: a[j·d+k, c] += x[j·xs+k·xk]·y[j·ldy+c] +
+// x2[j·xs+k·xk]·y2[j·ldy+c]. x2 and y2 share the strides of x and y, so
+// they are addressed as x and y plus a constant byte offset (GG_DX2,
+// GG_DY2); the column bounds are computed in a scratch register instead of
+// being kept. Columns go two vectors at a time, then one, then a masked
+// tail.
+
+#define GG_DX2 BX    // &x2[0] − &x[0] in bytes
+#define GG_DY2 DX    // &y2[0] − &y[0] in bytes
+
+// GER2_1 does one vector of columns of the d rows of the current group.
+#define GER2_1(V0, V1, VX, VX2, VA, LD, ALD, ST, DD, LOOP) \
+	LD((GG_Y)(GG_C*4), V0)      /* yv = y[j, c:c+v] */ \
+	LEAQ (GG_Y)(GG_C*4), GG_PA  /* PA = &y[j, c] */ \
+	LD((GG_PA)(GG_DY2*1), V1)   /* yv2 = y2[j, c:c+v] */ \
+	GGSTART(DD) \
+LOOP: \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	VBROADCASTSS (GG_PX)(GG_DX2*1), VX2 /* x2[j, k] in every lane */ \
+	ALD((GG_PA), VA)            /* a[r, c:c+v] (or 0) */ \
+	VFMADD231PS V0, VX, VA      /* a += x·yv */ \
+	VFMADD231PS V1, VX2, VA     /* a += x2·yv2 */ \
+	ST(VA, (GG_PA))             /* store a[r, c:c+v] */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
+	JNZ  LOOP
+
+// ZEROLD is the a "load" of the overwriting kernels: a is not read.
+#define ZEROLD(src, dst) VXORPS dst, dst, dst
+
+// GER2_2 does two vectors of columns (OFF bytes apart) of the d rows of
+// the current group.
+#define GER2_2(V0, V1, V2, V3, VX, VX2, VA, VB, OFF, ALD, DD, LOOP) \
+	VMOVUPS (GG_Y)(GG_C*4), V0  /* yv = y[j, c:c+v] */ \
+	VMOVUPS OFF(GG_Y)(GG_C*4), V1 /* yv' = y[j, c+v:c+2v] */ \
+	LEAQ (GG_Y)(GG_C*4), GG_PA  /* PA = &y[j, c] */ \
+	VMOVUPS (GG_PA)(GG_DY2*1), V2 /* yv2 = y2[j, c:c+v] */ \
+	VMOVUPS OFF(GG_PA)(GG_DY2*1), V3 /* yv2' = y2[j, c+v:c+2v] */ \
+	GGSTART(DD) \
+LOOP: \
+	VBROADCASTSS (GG_PX), VX    /* x[j, k] in every lane */ \
+	VBROADCASTSS (GG_PX)(GG_DX2*1), VX2 /* x2[j, k] in every lane */ \
+	ALD((GG_PA), VA)            /* a[r, c:c+v] (or 0) */ \
+	ALD(OFF(GG_PA), VB)         /* a[r, c+v:c+2v] (or 0) */ \
+	VFMADD231PS V0, VX, VA      /* a += x·yv */ \
+	VFMADD231PS V1, VX, VB      /* a' += x·yv' */ \
+	VFMADD231PS V2, VX2, VA     /* a += x2·yv2 */ \
+	VFMADD231PS V3, VX2, VB     /* a' += x2·yv2' */ \
+	VMOVUPS VA, (GG_PA)         /* store a[r, c:c+v] */ \
+	VMOVUPS VB, OFF(GG_PA)      /* store a[r, c+v:c+2v] */ \
+	ADDQ GG_LDA, GG_PA          /* next row of a */ \
+	ADDQ GG_K, GG_PX            /* next x */ \
+	DECQ GG_R \
+	JNZ  LOOP
+
+// GER2_COLS runs the column steps of one group: BODY2 while two vectors of
+// W lanes fit, BODY once if one does, then TAIL if columns are left. The
+// bounds are computed in PA, free between the steps.
+#define GER2_COLS(W, BODY2, BODY, TAIL, L2, L1, LT, LEND) \
+	XORQ GG_C, GG_C             /* c = 0 */ \
+L2: \
+	LEAQ (2*W)(GG_C), GG_PA     /* PA = c + 2v */ \
+	CMPQ GG_PA, GG_N            /* c + 2v > n: no double step left */ \
+	JGT  L1 \
+	BODY2 \
+	ADDQ $(2*W), GG_C           /* c += 2v */ \
+	JMP  L2 \
+L1: \
+	LEAQ W(GG_C), GG_PA         /* PA = c + v */ \
+	CMPQ GG_PA, GG_N            /* c + v > n: no full step left */ \
+	JGT  LT \
+	BODY \
+	ADDQ $W, GG_C               /* c += v */ \
+LT: \
+	CMPQ GG_C, GG_N             /* c == n: no tail */ \
+	JGE  LEND \
+	TAIL \
+LEND:
+
+// func Ger2GroupsAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+TEXT ·Ger2GroupsAVX2(SB), NOSPLIT, $0-176
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    ger2g_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    ger2g_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    ger2g_done
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $7, AX                 // AX = n % 8
+	JZ   ger2g_nomask
+	TAILMASK(AX, BX)            // MASK = first n%8 lanes
+
+ger2g_nomask:
+	MOVQ x_base+24(FP), GG_X    // GG_X = &x[0]
+	MOVQ x2_base+48(FP), GG_DX2 // GG_DX2 = &x2[0]
+	SUBQ GG_X, GG_DX2           // GG_DX2 = &x2[0] − &x[0]
+	MOVQ xk+80(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+88(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ y2_base+112(FP), GG_DY2 // GG_DY2 = &y2[0]
+	SUBQ GG_Y, GG_DY2           // GG_DY2 = &y2[0] − &y[0]
+	MOVQ a_base+144(FP), GG_A   // GG_A = &a[0]
+	MOVQ lda+168(FP), GG_LDA    // GG_LDA = lda
+	SHLQ $2, GG_LDA             // lda in bytes
+
+ger2g_group:
+	GER2_COLS(8, GER2_2(Y0, Y1, Y2, Y3, Y8, Y9, Y4, Y5, 32, LDU, d+8(FP), ger2g_rows2), GER2_1(Y0, Y1, Y8, Y9, Y4, LDU, LDU, STU, d+8(FP), ger2g_rows1), GER2_1(Y0, Y1, Y8, Y9, Y4, LDM, LDM, STM, d+8(FP), ger2g_rowsm), ger2g_c2, ger2g_c1, ger2g_ct, ger2g_cend)
+	GGNEXT(d+8(FP), xs+72(FP), GG_X, ldy+136(FP), GG_Y, ger2g_group)
+
+ger2g_done:
+	VZEROUPPER
+	RET
+
+// func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+TEXT ·Ger2GroupsAVX512(SB), NOSPLIT, $0-176
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    zger2g_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    zger2g_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    zger2g_done
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $15, AX                // AX = n % 16
+	JZ   zger2g_nomask
+	ZTAILMASK(AX, BX)           // K1 = first n%16 lanes
+
+zger2g_nomask:
+	MOVQ x_base+24(FP), GG_X    // GG_X = &x[0]
+	MOVQ x2_base+48(FP), GG_DX2 // GG_DX2 = &x2[0]
+	SUBQ GG_X, GG_DX2           // GG_DX2 = &x2[0] − &x[0]
+	MOVQ xk+80(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+88(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ y2_base+112(FP), GG_DY2 // GG_DY2 = &y2[0]
+	SUBQ GG_Y, GG_DY2           // GG_DY2 = &y2[0] − &y[0]
+	MOVQ a_base+144(FP), GG_A   // GG_A = &a[0]
+	MOVQ lda+168(FP), GG_LDA    // GG_LDA = lda
+	SHLQ $2, GG_LDA             // lda in bytes
+
+zger2g_group:
+	GER2_COLS(16, GER2_2(Z0, Z1, Z2, Z3, Z8, Z9, Z4, Z5, 64, ZLDU, d+8(FP), zger2g_rows2), GER2_1(Z0, Z1, Z8, Z9, Z4, ZLDU, ZLDU, ZSTU, d+8(FP), zger2g_rows1), GER2_1(Z0, Z1, Z8, Z9, Z4, ZLDM, ZLDM, ZSTM, d+8(FP), zger2g_rowsm), zger2g_c2, zger2g_c1, zger2g_ct, zger2g_cend)
+	GGNEXT(d+8(FP), xs+72(FP), GG_X, ldy+136(FP), GG_Y, zger2g_group)
+
+zger2g_done:
+	VZEROUPPER
+	RET
+
+// The overwriting rank-2 update: as above with a = 0 instead of its old
+// value (a is only written).
+
+// func Ger2GroupsSetAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+TEXT ·Ger2GroupsSetAVX2(SB), NOSPLIT, $0-176
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    ger2s_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    ger2s_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    ger2s_done
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $7, AX                 // AX = n % 8
+	JZ   ger2s_nomask
+	TAILMASK(AX, BX)            // MASK = first n%8 lanes
+
+ger2s_nomask:
+	MOVQ x_base+24(FP), GG_X    // GG_X = &x[0]
+	MOVQ x2_base+48(FP), GG_DX2 // GG_DX2 = &x2[0]
+	SUBQ GG_X, GG_DX2           // GG_DX2 = &x2[0] − &x[0]
+	MOVQ xk+80(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+88(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ y2_base+112(FP), GG_DY2 // GG_DY2 = &y2[0]
+	SUBQ GG_Y, GG_DY2           // GG_DY2 = &y2[0] − &y[0]
+	MOVQ a_base+144(FP), GG_A   // GG_A = &a[0]
+	MOVQ lda+168(FP), GG_LDA    // GG_LDA = lda
+	SHLQ $2, GG_LDA             // lda in bytes
+
+ger2s_group:
+	GER2_COLS(8, GER2_2(Y0, Y1, Y2, Y3, Y8, Y9, Y4, Y5, 32, ZEROLD, d+8(FP), ger2s_rows2), GER2_1(Y0, Y1, Y8, Y9, Y4, LDU, ZEROLD, STU, d+8(FP), ger2s_rows1), GER2_1(Y0, Y1, Y8, Y9, Y4, LDM, ZEROLD, STM, d+8(FP), ger2s_rowsm), ger2s_c2, ger2s_c1, ger2s_ct, ger2s_cend)
+	GGNEXT(d+8(FP), xs+72(FP), GG_X, ldy+136(FP), GG_Y, ger2s_group)
+
+ger2s_done:
+	VZEROUPPER
+	RET
+
+// func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+TEXT ·Ger2GroupsSetAVX512(SB), NOSPLIT, $0-176
+	MOVQ ng+0(FP), GG_G         // GG_G = ng
+	MOVQ n+16(FP), GG_N         // GG_N = n
+	MOVQ d+8(FP), GG_R          // GG_R = d
+	TESTQ GG_G, GG_G            // ng == 0: nothing to do
+	JZ    zger2s_done
+	TESTQ GG_N, GG_N            // n == 0: nothing to do
+	JZ    zger2s_done
+	TESTQ GG_R, GG_R            // d == 0: nothing to do
+	JZ    zger2s_done
+	MOVQ GG_N, AX               // AX = n
+	ANDQ $15, AX                // AX = n % 16
+	JZ   zger2s_nomask
+	ZTAILMASK(AX, BX)           // K1 = first n%16 lanes
+
+zger2s_nomask:
+	MOVQ x_base+24(FP), GG_X    // GG_X = &x[0]
+	MOVQ x2_base+48(FP), GG_DX2 // GG_DX2 = &x2[0]
+	SUBQ GG_X, GG_DX2           // GG_DX2 = &x2[0] − &x[0]
+	MOVQ xk+80(FP), GG_K        // GG_K = xk
+	SHLQ $2, GG_K               // xk in bytes
+	MOVQ y_base+88(FP), GG_Y    // GG_Y = &y[0]
+	MOVQ y2_base+112(FP), GG_DY2 // GG_DY2 = &y2[0]
+	SUBQ GG_Y, GG_DY2           // GG_DY2 = &y2[0] − &y[0]
+	MOVQ a_base+144(FP), GG_A   // GG_A = &a[0]
+	MOVQ lda+168(FP), GG_LDA    // GG_LDA = lda
+	SHLQ $2, GG_LDA             // lda in bytes
+
+zger2s_group:
+	GER2_COLS(16, GER2_2(Z0, Z1, Z2, Z3, Z8, Z9, Z4, Z5, 64, ZEROLD, d+8(FP), zger2s_rows2), GER2_1(Z0, Z1, Z8, Z9, Z4, ZLDU, ZEROLD, ZSTU, d+8(FP), zger2s_rows1), GER2_1(Z0, Z1, Z8, Z9, Z4, ZLDM, ZEROLD, ZSTM, d+8(FP), zger2s_rowsm), zger2s_c2, zger2s_c1, zger2s_ct, zger2s_cend)
+	GGNEXT(d+8(FP), xs+72(FP), GG_X, ldy+136(FP), GG_Y, zger2s_group)
+
+zger2s_done:
 	VZEROUPPER
 	RET

@@ -198,3 +198,33 @@ func GemvTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, xs, xk int
 //
 //go:noescape
 func GemvNGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)
+
+// Ger2GroupsNEON is GerGroupsNEON for two operand pairs (x, y) and (x2, y2)
+// sharing their strides, in one pass over a. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				r := (j*d+k)*lda + c
+//				a[r] += x[j*xs+k*xk] * y[j*ldy+c]
+//				a[r] += x2[j*xs+k*xk] * y2[j*ldy+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func Ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// Ger2GroupsSetNEON is Ger2GroupsNEON overwriting a (a is not read). It is
+// equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] = x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func Ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)

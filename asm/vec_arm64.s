@@ -1826,6 +1826,209 @@ gngsum:
 gngdone:
 	RET
 
+// func Ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+// a[j·d+k, c] += x[j·xs+k·xk]·y[j·ldy+c] + x2[j·xs+k·xk]·y2[j·ldy+c]: as
+// GerGroupsNEON with a second pair (broadcast in V17, rows walked by
+// R19/R20), both products added in turn.
+#define qX2 R16   // &x2 of the current group
+#define qY2 R17   // &y2 of the current group
+#define qPX2 R19  // walks x2
+#define qPY2 R20  // walks y2
+
+TEXT ·Ger2GroupsNEON(SB), NOSPLIT, $0-176
+	MOVD ng+0(FP), qG        // qG = ng
+	MOVD d+8(FP), qD         // qD = d
+	MOVD n+16(FP), qN        // qN = n
+	MOVD x_base+24(FP), qX   // qX = &x[0]
+	MOVD x2_base+48(FP), qX2 // qX2 = &x2[0]
+	MOVD xs+72(FP), qXS      // qXS = xs
+	MOVD xk+80(FP), qK       // qK = xk
+	MOVD y_base+88(FP), qY   // qY = &y[0]
+	MOVD y2_base+112(FP), qY2 // qY2 = &y2[0]
+	MOVD ldy+136(FP), qLDY   // qLDY = ldy
+	MOVD a_base+144(FP), qA  // qA = &a[0]
+	MOVD lda+168(FP), qLDA   // qLDA = lda
+	CBZ  qG, ger2gdone       // nothing to do?
+	CBZ  qD, ger2gdone
+	CBZ  qN, ger2gdone
+	LSL  $2, qXS             // strides in bytes
+	LSL  $2, qK
+	LSL  $2, qLDY
+	LSL  $2, qLDA
+
+ger2group:
+	MOVD qX, qPX             // qPX = &x[j·xs]
+	MOVD qX2, qPX2           // qPX2 = &x2[j·xs]
+	MOVD qD, qR              // qR = d
+
+ger2row:
+	VLD1R (qPX), [V16.S4]    // V16 = x[j,k] ×4 (F16 = x[j,k])
+	VLD1R (qPX2), [V17.S4]   // V17 = x2[j,k] ×4 (F17 = x2[j,k])
+	ADD  qK, qPX             // next x
+	ADD  qK, qPX2            // next x2
+	MOVD qA, qP              // qP = &a[r,0]
+	MOVD qY, qPY             // qPY = &y[j,0]
+	MOVD qY2, qPY2           // qPY2 = &y2[j,0]
+	MOVD qN, qC              // qC = n
+
+ger2c16:
+	CMP  $16, qC                                   // fewer than 16 columns?
+	BLT  ger2c4
+	VLD1.P 64(qPY), [V0.S4, V1.S4, V2.S4, V3.S4]   // V0..V3 = y[j,c:c+16]
+	VLD1.P 64(qPY2), [V8.S4, V9.S4, V10.S4, V11.S4] // V8..V11 = y2[j,c:c+16]
+	VLD1 (qP), [V4.S4, V5.S4, V6.S4, V7.S4]        // V4..V7 = a[r,c:c+16]
+	VFMLA V16.S4, V0.S4, V4.S4                     // V4..V7 += x·y
+	VFMLA V16.S4, V1.S4, V5.S4
+	VFMLA V16.S4, V2.S4, V6.S4
+	VFMLA V16.S4, V3.S4, V7.S4
+	VFMLA V17.S4, V8.S4, V4.S4                     // V4..V7 += x2·y2
+	VFMLA V17.S4, V9.S4, V5.S4
+	VFMLA V17.S4, V10.S4, V6.S4
+	VFMLA V17.S4, V11.S4, V7.S4
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(qP)    // a[r,c:c+16] = V4..V7
+	SUB  $16, qC                                   // qC -= 16
+	B    ger2c16
+
+ger2c4:
+	CMP  $4, qC                 // fewer than 4 columns?
+	BLT  ger2c1
+	VLD1.P 16(qPY), [V0.S4]     // V0 = y[j,c:c+4]
+	VLD1.P 16(qPY2), [V8.S4]    // V8 = y2[j,c:c+4]
+	VLD1 (qP), [V4.S4]          // V4 = a[r,c:c+4]
+	VFMLA V16.S4, V0.S4, V4.S4  // V4 += x·y
+	VFMLA V17.S4, V8.S4, V4.S4  // V4 += x2·y2
+	VST1.P [V4.S4], 16(qP)      // a[r,c:c+4] = V4
+	SUB  $4, qC                 // qC -= 4
+	B    ger2c4
+
+ger2c1:
+	CBZ  qC, ger2next        // columns done?
+	FMOVS.P 4(qPY), F0       // F0 = y[j,c]
+	FMOVS.P 4(qPY2), F8      // F8 = y2[j,c]
+	FMOVS (qP), F4           // F4 = a[r,c]
+	FMADDS F0, F4, F16, F4   // F4 += x·y[j,c]
+	FMADDS F8, F4, F17, F4   // F4 += x2·y2[j,c]
+	FMOVS.P F4, 4(qP)        // a[r,c] = F4
+	SUB  $1, qC              // qC--
+	B    ger2c1
+
+ger2next:
+	ADD  qLDA, qA            // next row of a
+	SUB  $1, qR              // qR--
+	CBNZ qR, ger2row
+	ADD  qXS, qX             // next group of x
+	ADD  qXS, qX2            // next group of x2
+	ADD  qLDY, qY            // next group of y
+	ADD  qLDY, qY2           // next group of y2
+	SUB  $1, qG              // qG--
+	CBNZ qG, ger2group
+
+ger2gdone:
+	RET
+
+// func Ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+// a[j·d+k, c] = x[j·xs+k·xk]·y[j·ldy+c] + x2[j·xs+k·xk]·y2[j·ldy+c]: as
+// Ger2GroupsNEON with zero in place of the old a (a is only written).
+
+TEXT ·Ger2GroupsSetNEON(SB), NOSPLIT, $0-176
+	MOVD ng+0(FP), qG        // qG = ng
+	MOVD d+8(FP), qD         // qD = d
+	MOVD n+16(FP), qN        // qN = n
+	MOVD x_base+24(FP), qX   // qX = &x[0]
+	MOVD x2_base+48(FP), qX2 // qX2 = &x2[0]
+	MOVD xs+72(FP), qXS      // qXS = xs
+	MOVD xk+80(FP), qK       // qK = xk
+	MOVD y_base+88(FP), qY   // qY = &y[0]
+	MOVD y2_base+112(FP), qY2 // qY2 = &y2[0]
+	MOVD ldy+136(FP), qLDY   // qLDY = ldy
+	MOVD a_base+144(FP), qA  // qA = &a[0]
+	MOVD lda+168(FP), qLDA   // qLDA = lda
+	CBZ  qG, ger2sgdone       // nothing to do?
+	CBZ  qD, ger2sgdone
+	CBZ  qN, ger2sgdone
+	LSL  $2, qXS             // strides in bytes
+	LSL  $2, qK
+	LSL  $2, qLDY
+	LSL  $2, qLDA
+
+ger2sgroup:
+	MOVD qX, qPX             // qPX = &x[j·xs]
+	MOVD qX2, qPX2           // qPX2 = &x2[j·xs]
+	MOVD qD, qR              // qR = d
+
+ger2srow:
+	VLD1R (qPX), [V16.S4]    // V16 = x[j,k] ×4 (F16 = x[j,k])
+	VLD1R (qPX2), [V17.S4]   // V17 = x2[j,k] ×4 (F17 = x2[j,k])
+	ADD  qK, qPX             // next x
+	ADD  qK, qPX2            // next x2
+	MOVD qA, qP              // qP = &a[r,0]
+	MOVD qY, qPY             // qPY = &y[j,0]
+	MOVD qY2, qPY2           // qPY2 = &y2[j,0]
+	MOVD qN, qC              // qC = n
+
+ger2sc16:
+	CMP  $16, qC                                   // fewer than 16 columns?
+	BLT  ger2sc4
+	VLD1.P 64(qPY), [V0.S4, V1.S4, V2.S4, V3.S4]   // V0..V3 = y[j,c:c+16]
+	VLD1.P 64(qPY2), [V8.S4, V9.S4, V10.S4, V11.S4] // V8..V11 = y2[j,c:c+16]
+	VEOR V4.B16, V4.B16, V4.B16                    // V4..V7 = 0 (a not read)
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VFMLA V16.S4, V0.S4, V4.S4                     // V4..V7 += x·y
+	VFMLA V16.S4, V1.S4, V5.S4
+	VFMLA V16.S4, V2.S4, V6.S4
+	VFMLA V16.S4, V3.S4, V7.S4
+	VFMLA V17.S4, V8.S4, V4.S4                     // V4..V7 += x2·y2
+	VFMLA V17.S4, V9.S4, V5.S4
+	VFMLA V17.S4, V10.S4, V6.S4
+	VFMLA V17.S4, V11.S4, V7.S4
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(qP)    // a[r,c:c+16] = V4..V7
+	SUB  $16, qC                                   // qC -= 16
+	B    ger2sc16
+
+ger2sc4:
+	CMP  $4, qC                 // fewer than 4 columns?
+	BLT  ger2sc1
+	VLD1.P 16(qPY), [V0.S4]     // V0 = y[j,c:c+4]
+	VLD1.P 16(qPY2), [V8.S4]    // V8 = y2[j,c:c+4]
+	VEOR V4.B16, V4.B16, V4.B16 // V4 = 0 (a not read)
+	VFMLA V16.S4, V0.S4, V4.S4  // V4 += x·y
+	VFMLA V17.S4, V8.S4, V4.S4  // V4 += x2·y2
+	VST1.P [V4.S4], 16(qP)      // a[r,c:c+4] = V4
+	SUB  $4, qC                 // qC -= 4
+	B    ger2sc4
+
+ger2sc1:
+	CBZ  qC, ger2snext        // columns done?
+	FMOVS.P 4(qPY), F0       // F0 = y[j,c]
+	FMOVS.P 4(qPY2), F8      // F8 = y2[j,c]
+	VEOR V4.B16, V4.B16, V4.B16 // F4 = 0 (a not read)
+	FMADDS F0, F4, F16, F4   // F4 += x·y[j,c]
+	FMADDS F8, F4, F17, F4   // F4 += x2·y2[j,c]
+	FMOVS.P F4, 4(qP)        // a[r,c] = F4
+	SUB  $1, qC              // qC--
+	B    ger2sc1
+
+ger2snext:
+	ADD  qLDA, qA            // next row of a
+	SUB  $1, qR              // qR--
+	CBNZ qR, ger2srow
+	ADD  qXS, qX             // next group of x
+	ADD  qXS, qX2            // next group of x2
+	ADD  qLDY, qY            // next group of y
+	ADD  qLDY, qY2           // next group of y2
+	SUB  $1, qG              // qG--
+	CBNZ qG, ger2sgroup
+
+ger2sgdone:
+	RET
+
+#undef qX2
+#undef qY2
+#undef qPX2
+#undef qPY2
+
 #undef qG
 #undef qD
 #undef qN

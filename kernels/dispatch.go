@@ -48,6 +48,14 @@ type ops struct {
 	// strides so that it can be capsule-major (xs = d, xk = 1) or
 	// component-major (xs = 1, xk = g).
 	gerGroups func(g, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int)
+	// ger2Groups: a[(j*d+k)*lda+c] += x[j*xs+k*xk]·y[j*ldy+c] +
+	// x2[j*xs+k*xk]·y2[j*ldy+c]: gerGroups of two operand pairs with the same
+	// strides, in one pass over a (the first product is added first).
+	ger2Groups func(g, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+	// ger2GroupsSet is ger2Groups overwriting a instead of adding to it
+	// (a is not read): a[(j*d+k)*lda+c] = x[j*xs+k*xk]·y[j*ldy+c] +
+	// x2[j*xs+k*xk]·y2[j*ldy+c].
+	ger2GroupsSet func(g, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
 	// gemvTGroups: y[j*ldy+c] += Σ_k x[j*xs+k*xk]·a[(j*d+k)*lda+c] for
 	// j < g, k < d, c < n: the gemvT of every d×n block j into row j of y.
 	gemvTGroups func(g, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)

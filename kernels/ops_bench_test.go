@@ -128,3 +128,51 @@ func BenchmarkSquashGrad(b *testing.B) {
 		}
 	}
 }
+
+// Grouped shapes (groups, rows per group, columns): one routing step of the
+// deep model (16 output capsules of dimension 8 over 16 input capsules) and
+// of Sabour's digit layer (10 of dimension 16 over 1152). The strided
+// operand is component-major, as routing uses it.
+var benchGroupShapes = [][3]int{{16, 8, 16}, {10, 16, 1152}}
+
+func BenchmarkGerGroups(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 1))
+	for _, sh := range benchGroupShapes {
+		g, d, n := sh[0], sh[1], sh[2]
+		a, x, y := benchVec(rng, g*d*n, 1), benchVec(rng, g*d, 1e-3), benchVec(rng, g*n, 1e-3)
+		benchOp(b, fmt.Sprintf("g=%d,d=%d,n=%d", g, d, n), 2*float64(g*d*n), 0,
+			func(o *ops) { o.gerGroups(g, d, n, x, 1, g, y, n, a, n) })
+	}
+}
+
+func BenchmarkGer2Groups(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, sh := range benchGroupShapes {
+		g, d, n := sh[0], sh[1], sh[2]
+		a := benchVec(rng, g*d*n, 1)
+		x, x2 := benchVec(rng, g*d, 1e-3), benchVec(rng, g*d, 1e-3)
+		y, y2 := benchVec(rng, g*n, 1e-3), benchVec(rng, g*n, 1e-3)
+		benchOp(b, fmt.Sprintf("g=%d,d=%d,n=%d", g, d, n), 4*float64(g*d*n), 0,
+			func(o *ops) { o.ger2Groups(g, d, n, x, x2, 1, g, y, y2, n, a, n) })
+	}
+}
+
+func BenchmarkGemvTGroups(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	for _, sh := range benchGroupShapes {
+		g, d, n := sh[0], sh[1], sh[2]
+		a, x, y := benchVec(rng, g*d*n, 1), benchVec(rng, g*d, 1), benchVec(rng, g*n, 1)
+		benchOp(b, fmt.Sprintf("g=%d,d=%d,n=%d", g, d, n), 2*float64(g*d*n), 0,
+			func(o *ops) { o.gemvTGroups(g, d, n, a, n, x, 1, g, y, n) })
+	}
+}
+
+func BenchmarkGemvNGroups(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 4))
+	for _, sh := range benchGroupShapes {
+		g, d, n := sh[0], sh[1], sh[2]
+		a, x, y := benchVec(rng, g*d*n, 1), benchVec(rng, g*n, 1), benchVec(rng, g*d, 1)
+		benchOp(b, fmt.Sprintf("g=%d,d=%d,n=%d", g, d, n), 2*float64(g*d*n), 0,
+			func(o *ops) { o.gemvNGroups(g, d, n, a, n, x, n, y, 1, g) })
+	}
+}

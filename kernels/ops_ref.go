@@ -18,6 +18,8 @@ var refOps = ops{
 	squash:          squashRef,
 	squashGrad:      squashGradRef,
 	gerGroups:       gerGroupsRef,
+	ger2Groups:      ger2GroupsRef,
+	ger2GroupsSet:   ger2GroupsSetRef,
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
 }
@@ -71,8 +73,41 @@ func gerGroupsRef(g, d, n int, x []float32, xs, xk int, y []float32, ldy int, a 
 			r := j*d + k
 			row := a[r*lda : r*lda+n]
 			xr := x[j*xs+k*xk]
+			yj := yj[:len(row)]
 			for c := range row {
 				row[c] += xr * yj[c]
+			}
+		}
+	}
+}
+
+func ger2GroupsRef(g, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	for j := 0; j < g; j++ {
+		yj := y[j*ldy : j*ldy+n]
+		y2j := y2[j*ldy : j*ldy+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			row := a[r*lda : r*lda+n]
+			xr, x2r := x[j*xs+k*xk], x2[j*xs+k*xk]
+			yj, y2j := yj[:len(row)], y2j[:len(row)]
+			for c := range row {
+				row[c] = row[c] + xr*yj[c] + x2r*y2j[c]
+			}
+		}
+	}
+}
+
+func ger2GroupsSetRef(g, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	for j := 0; j < g; j++ {
+		yj := y[j*ldy : j*ldy+n]
+		y2j := y2[j*ldy : j*ldy+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			row := a[r*lda : r*lda+n]
+			xr, x2r := x[j*xs+k*xk], x2[j*xs+k*xk]
+			yj, y2j := yj[:len(row)], y2j[:len(row)]
+			for c := range row {
+				row[c] = xr*yj[c] + x2r*y2j[c]
 			}
 		}
 	}
@@ -85,6 +120,7 @@ func gemvTGroupsRef(g, d, n int, a []float32, lda int, x []float32, xs, xk int, 
 			r := j*d + k
 			row := a[r*lda : r*lda+n]
 			xr := x[j*xs+k*xk]
+			yj := yj[:len(row)]
 			for c, v := range row {
 				yj[c] += xr * v
 			}
@@ -98,6 +134,7 @@ func gemvNGroupsRef(g, d, n int, a []float32, lda int, x []float32, ldx int, y [
 		for k := 0; k < d; k++ {
 			r := j*d + k
 			row := a[r*lda : r*lda+n]
+			xj := xj[:len(row)]
 			var s float32
 			for c, v := range row {
 				s += v * xj[c]

@@ -671,6 +671,8 @@ func TestOpsNoAlloc(t *testing.T) {
 			{"squashGrad/sabour", func() { o.squashGrad(SquashSabour, m, n, a, b, c) }},
 			// 4 groups of 4 rows of the 16×37 a, x component-major.
 			{"gerGroups", func() { o.gerGroups(4, 4, n, x, 1, 4, b, n, c, n) }},
+			{"ger2Groups", func() { o.ger2Groups(4, 4, n, x, y, 1, 4, a, b, n, c, n) }},
+			{"ger2GroupsSet", func() { o.ger2GroupsSet(4, 4, n, x, y, 1, 4, a, b, n, c, n) }},
 			{"gemvTGroups", func() { o.gemvTGroups(4, 4, n, a, n, x, 1, 4, c, n) }},
 			{"gemvNGroups", func() { o.gemvNGroups(4, 4, n, a, n, b, n, y, 1, 4) }},
 		} {
@@ -728,7 +730,7 @@ func (g groupShape) isTarget(i int) bool {
 // tight ones.
 func groupShapes(rng *rand.Rand) []groupShape {
 	gs := []int{0, 1, 2, 3, 5, 10, 16}
-	ds := []int{0, 1, 2, 3, 8, 16}
+	ds := []int{0, 1, 2, 3, 4, 5, 7, 8, 16}
 	ns := []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 64, 100, 1152}
 	limit := 300000
 	if opsTestSmall() {
@@ -789,6 +791,47 @@ func checkGerGroups(o *ops, rng *rand.Rand, sh groupShape) error {
 				sum := math.Abs(float64(a0[i])) + math.Abs(float64(xs[j*sh.s+k*sh.sk])*float64(ys[j*ldy+c]))
 				if tol := 2 * eps32 * 2 * sum; !within(a[i], want[i], tol) {
 					return mismatch(a[i], want[i], tol, "gerGroups %v: a[%d,%d,%d]", sh, j, k, c)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkGer2Groups checks ger2Groups, or ger2GroupsSet when set: then the
+// data of a start as NaN, which must not reach the result (a is not read).
+func checkGer2Groups(o *ops, rng *rand.Rand, sh groupShape, set bool) error {
+	ng, d, n, lda, ldy := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
+	name, f, ref := "ger2Groups", o.ger2Groups, ger2GroupsRef
+	gen := func(int, int) float32 { return uni(rng) }
+	if set {
+		name, f, ref = "ger2GroupsSet", o.ger2GroupsSet, ger2GroupsSetRef
+		gen = func(int, int) float32 { return float32(math.NaN()) }
+	}
+	A := newTMat(rng, ng*d, n, lda, gen)
+	x, x2 := newStrided(rng, sh), newStrided(rng, sh)
+	y := newTMat(rng, ng, n, ldy, func(int, int) float32 { return uni(rng) })
+	y2 := newTMat(rng, ng, n, ldy, func(int, int) float32 { return uni(rng) })
+	a0 := append([]float32(nil), A.s()...)
+	want := append([]float32(nil), a0...)
+	ref(ng, d, n, x.s(), x2.s(), sh.s, sh.sk, y.s(), y2.s(), ldy, want, lda)
+	f(ng, d, n, x.s(), x2.s(), sh.s, sh.sk, y.s(), y2.s(), ldy, A.s(), lda)
+	if err := firstErr(x.unchanged("x"), x2.unchanged("x2"), y.unchanged("y"), y2.unchanged("y2"), A.guardsIntact("a")); err != nil {
+		return fmt.Errorf("%s %v: %w", name, sh, err)
+	}
+	a, xs, x2s, ys, y2s := A.s(), x.s(), x2.s(), y.s(), y2.s()
+	for j := 0; j < ng; j++ {
+		for k := 0; k < d; k++ {
+			for c := 0; c < n; c++ {
+				// A sum of three terms (a, or 0, and two products):
+				// 2·3·eps32·Σ|terms|.
+				i, xi, yi := (j*d+k)*lda+c, j*sh.s+k*sh.sk, j*ldy+c
+				sum := math.Abs(float64(xs[xi])*float64(ys[yi])) + math.Abs(float64(x2s[xi])*float64(y2s[yi]))
+				if !set {
+					sum += math.Abs(float64(a0[i]))
+				}
+				if tol := 2 * eps32 * 3 * sum; !within(a[i], want[i], tol) {
+					return mismatch(a[i], want[i], tol, "%s %v: a[%d,%d,%d]", name, sh, j, k, c)
 				}
 			}
 		}
@@ -870,6 +913,8 @@ var opsGroupChecks = []struct {
 	run  func(o *ops, rng *rand.Rand, sh groupShape) error
 }{
 	{"gerGroups", checkGerGroups},
+	{"ger2Groups", func(o *ops, rng *rand.Rand, sh groupShape) error { return checkGer2Groups(o, rng, sh, false) }},
+	{"ger2GroupsSet", func(o *ops, rng *rand.Rand, sh groupShape) error { return checkGer2Groups(o, rng, sh, true) }},
 	{"gemvTGroups", checkGemvTGroups},
 	{"gemvNGroups", checkGemvNGroups},
 }
@@ -912,6 +957,19 @@ func TestOpsGroupsCheckersDetectBugs(t *testing.T) {
 			o.gerGroups = func(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
 				gerGroupsRef(ng, d, n&^7, x, xs, xk, y, ldy, a, lda)
 			}
+		}},
+		{"ger2Groups drops the second product", "ger2Groups", func(o *ops) {
+			o.ger2Groups = func(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+				gerGroupsRef(ng, d, n, x, xs, xk, y, ldy, a, lda)
+			}
+		}},
+		{"ger2Groups pairs x2 with y", "ger2Groups", func(o *ops) {
+			o.ger2Groups = func(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+				ger2GroupsRef(ng, d, n, x, x2, xs, xk, y, y, ldy, a, lda)
+			}
+		}},
+		{"ger2GroupsSet adds to a", "ger2GroupsSet", func(o *ops) {
+			o.ger2GroupsSet = ger2GroupsRef
 		}},
 		{"gemvTGroups skips the last group", "gemvTGroups", func(o *ops) {
 			o.gemvTGroups = func(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {

@@ -141,9 +141,10 @@ func (sh RoutingShape) checkArgs(fn, vName string, v, c, uhat, prior, work []flo
 // RoutingBackward needs and must be kept unchanged until it runs.
 //
 // In the layouts of RoutingShape, every step is a long vector operation over
-// the input capsules i: s[:,j] = Û_j·c[j,:] (gemvN, Û_j the D×NIn block of
-// uhat for output j) and logits[j,:] += Û_jᵀ·v[:,j] (gemvT); the softmax
-// over j runs across rows for every column i. The agreement update of
+// the input capsules i: s[:,j] = Û_j·c[j,:] (a gemvN, Û_j the D×NIn block
+// of uhat for output j) and logits[j,:] += Û_jᵀ·v[:,j] (a gemvT), each done
+// for every j in one grouped call; the softmax over j runs across rows for
+// every column i. The agreement update of
 // iteration t is made in the pass of iteration t+1, block of input capsules
 // by block (see routingChunk), so that each iteration reads Û once.
 //
@@ -296,7 +297,12 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 		ub := uhat[b*nOut*block:][:nOut*block]
 		db := duhat[b*nOut*block:][:nOut*block]
 		w := work[b*rec:][:rec]
-		clear(db)
+		// The first pass (t = r−1) overwrites dÛ when it has the rank-2
+		// update (ger2GroupsSet covers every element); otherwise clear it.
+		setFirst := !sh.Uniform && r > 1
+		if !setFirst {
+			clear(db)
+		}
 		copy(gv, dv[b*ns:][:ns])
 		for t := r - 1; t >= 0; t-- {
 			// gv holds ∂L/∂v_t.
@@ -320,9 +326,9 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 				n := min(nb, nIn-i0)
 				cb := ct[nOut*i0:][:nOut*n]
 				ui, di := ub[i0:], db[i0:]
-				// dÛ_j += gs[:,j] ⊗ c_t[j,:]
-				o.gerGroups(nOut, d, n, gs, 1, nOut, cb, n, di, nIn)
 				if sh.Uniform {
+					// dÛ_j += gs[:,j] ⊗ c_t[j,:]
+					o.gerGroups(nOut, d, n, gs, 1, nOut, cb, n, di, nIn)
 					continue
 				}
 				dcb := dc[nOut*i0:][:nOut*n]
@@ -338,10 +344,19 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 					o.ger(1, nOut*n, one, dlb, gLb, nOut*n) // gL += dl
 				}
 				if t > 0 {
-					// gv_{t-1}[:,j] += Û_j·gL[j,:];  dÛ_j += v_{t-1}[:,j] ⊗ gL[j,:]
+					// gv_{t-1}[:,j] += Û_j·gL[j,:], and in one pass over dÛ
+					// dÛ_j += gs[:,j] ⊗ c_t[j,:] + v_{t-1}[:,j] ⊗ gL[j,:]
 					o.gemvNGroups(nOut, d, n, ui, nIn, gLb, n, gvp, 1, nOut)
-					o.gerGroups(nOut, d, n, vp, 1, nOut, gLb, n, di, nIn)
-				} else if dprior != nil {
+					if setFirst && t == r-1 {
+						o.ger2GroupsSet(nOut, d, n, gs, vp, 1, nOut, cb, gLb, n, di, nIn)
+					} else {
+						o.ger2Groups(nOut, d, n, gs, vp, 1, nOut, cb, gLb, n, di, nIn)
+					}
+					continue
+				}
+				// dÛ_j += gs[:,j] ⊗ c_t[j,:]
+				o.gerGroups(nOut, d, n, gs, 1, nOut, cb, n, di, nIn)
+				if dprior != nil {
 					if n == nIn {
 						o.ger(1, nc, one, gLb, dprior, nc) // dprior += gL
 					} else {

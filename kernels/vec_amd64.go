@@ -17,6 +17,8 @@ var _ = register("avx2", func(o *ops) {
 	o.squash = func(kind Squash, d, n int, s, v []float32) { asm.SquashAVX2(int(kind), d, n, s, v) }
 	o.squashGrad = func(kind Squash, d, n int, s, dv, ds []float32) { asm.SquashGradAVX2(int(kind), d, n, s, dv, ds) }
 	o.gerGroups = asm.GerGroupsAVX2
+	o.ger2Groups = asm.Ger2GroupsAVX2
+	o.ger2GroupsSet = asm.Ger2GroupsSetAVX2
 	o.gemvTGroups = asm.GemvTGroupsAVX2
 	o.gemvNGroups = asm.GemvNGroupsAVX2
 })
@@ -32,6 +34,8 @@ var _ = register("avx512", func(o *ops) {
 	o.squash = func(kind Squash, d, n int, s, v []float32) { asm.SquashAVX512(int(kind), d, n, s, v) }
 	o.squashGrad = func(kind Squash, d, n int, s, dv, ds []float32) { asm.SquashGradAVX512(int(kind), d, n, s, dv, ds) }
 	o.gerGroups = asm.GerGroupsAVX512
+	o.ger2Groups = asm.Ger2GroupsAVX512
+	o.ger2GroupsSet = asm.Ger2GroupsSetAVX512
 	o.gemvTGroups = asm.GemvTGroupsAVX512
 	o.gemvNGroups = asm.GemvNGroupsAVX512
 })

@@ -18,6 +18,8 @@ var _ = register("neon", func(o *ops) {
 	o.squash = squashNEON
 	o.squashGrad = squashGradNEON
 	o.gerGroups = gerGroupsNEON
+	o.ger2Groups = ger2GroupsNEON
+	o.ger2GroupsSet = ger2GroupsSetNEON
 	o.gemvTGroups = gemvTGroupsNEON
 	o.gemvNGroups = gemvNGroupsNEON
 })
@@ -64,6 +66,30 @@ func gerGroupsNEON(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, 
 	_ = x[stridedLast(ng, d, xs, xk)]
 	_ = y[(ng-1)*ldy+n-1]
 	asm.GerGroupsNEON(ng, d, n, x, xs, xk, y, ldy, a, lda)
+}
+
+func ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if ng <= 0 || d <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(ng*d-1)*lda+n-1]
+	_ = x[stridedLast(ng, d, xs, xk)]
+	_ = x2[stridedLast(ng, d, xs, xk)]
+	_ = y[(ng-1)*ldy+n-1]
+	_ = y2[(ng-1)*ldy+n-1]
+	asm.Ger2GroupsNEON(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+}
+
+func ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if ng <= 0 || d <= 0 || n <= 0 {
+		return
+	}
+	_ = a[(ng*d-1)*lda+n-1]
+	_ = x[stridedLast(ng, d, xs, xk)]
+	_ = x2[stridedLast(ng, d, xs, xk)]
+	_ = y[(ng-1)*ldy+n-1]
+	_ = y2[(ng-1)*ldy+n-1]
+	asm.Ger2GroupsSetNEON(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 }
 
 func gemvTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
