@@ -292,3 +292,48 @@ func Ger2GroupsSetAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float3
 //
 //go:noescape
 func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// MulAddRowsBatchAVX2 adds, for each of nb samples b, the element-wise
+// products of k ≤ 8 row pairs to row b of y, the rows of a being shared by
+// every sample, with AVX2+FMA. It holds the rows of a for 8 columns in
+// registers while it walks the samples, so a is read once per call. k must
+// be at most 8 (k = 0 does nothing). It is equivalent to
+//
+//	for b := 0; b < nb; b++ {
+//		for c := 0; c < n; c++ {
+//			for l := 0; l < k; l++ {
+//				y[b*ystride+c] += a[l*lda+c] * x[b*xstride+l*ldx+c]
+//			}
+//		}
+//	}
+//
+//go:noescape
+func MulAddRowsBatchAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+
+// MulAddRowsBatchAVX512 is MulAddRowsBatchAVX2 with AVX-512F (16 columns
+// per register, K-masked tail).
+//
+//go:noescape
+func MulAddRowsBatchAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+
+// MulAddRowsBatchSetAVX2 is MulAddRowsBatchAVX2 overwriting y instead of
+// adding to it (y is not read), with AVX2+FMA. k must be 1 to 8: for k = 0
+// it writes nothing (the caller clears y). It is equivalent to
+//
+//	for b := 0; b < nb; b++ {
+//		for c := 0; c < n; c++ {
+//			var s float32
+//			for l := 0; l < k; l++ {
+//				s += a[l*lda+c] * x[b*xstride+l*ldx+c]
+//			}
+//			y[b*ystride+c] = s
+//		}
+//	}
+//
+//go:noescape
+func MulAddRowsBatchSetAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+
+// MulAddRowsBatchSetAVX512 is MulAddRowsBatchSetAVX2 with AVX-512F.
+//
+//go:noescape
+func MulAddRowsBatchSetAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)

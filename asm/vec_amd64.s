@@ -2691,3 +2691,447 @@ zger2s_group:
 zger2s_done:
 	VZEROUPPER
 	RET
+
+// ---------------------------------------------------------------------------
+// MulAddRowsBatch: y[b, c] += Σ_{l<k} a[l, c]·x[b, l, c] for b < nb, with
+// k ≤ 8 (MulAddRowsBatchSet: y[b, c] = Σ, y not read, 1 ≤ k ≤ 8). For
+// every column block the k rows of a are loaded once into registers and
+// reused for every b, so that a is read once per call however large nb is
+// (the votes forward and du, where a is W).
+
+#define MB_A R8      // &a[0, c] of the current column block
+#define MB_X SI      // &x[0, 0, c]
+#define MB_Y DI      // &y[0, c]
+#define MB_K R12     // k
+#define MB_LDA R14   // lda in bytes
+#define MB_LDX R11   // ldx in bytes
+#define MB_XS R10    // xstride in bytes
+#define MB_YS BX     // ystride in bytes
+#define MB_N DX      // columns left
+#define MB_PX R9     // walks x over b
+#define MB_PY AX     // walks y over b
+#define MB_B CX      // samples left
+#define MB_PR R13    // walks the rows of a or x
+
+// Initial accumulators: y[b, chunk] (plain or masked) for the adding
+// kernels, 0 for the overwriting (Set) ones.
+#define MB_YU(dst) VMOVUPS (MB_PY), dst
+#define MB_YM(dst) VMASKMOVPS (MB_PY), MASK, dst
+#define MBZ_YU(dst) VMOVUPS (MB_PY), dst
+#define MBZ_YM(dst) VMOVUPS.Z (MB_PY), K1, dst
+#define MB_Y0(dst) VXORPS dst, dst, dst
+
+// MBY_ROWS loads the k ≤ 8 rows of a at MB_A into Y7…Y14 (8 columns).
+#define MBY_ROWS(LD, DONE) \
+	MOVQ MB_A, MB_PR            /* PR = &a[0, c] */ \
+	LD((MB_PR), Y7)             /* a0 = a[0, c:c+8] */ \
+	CMPQ MB_K, $1 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR          /* next row of a */ \
+	LD((MB_PR), Y8)             /* a1 */ \
+	CMPQ MB_K, $2 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Y9)             /* a2 */ \
+	CMPQ MB_K, $3 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Y10)            /* a3 */ \
+	CMPQ MB_K, $4 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Y11)            /* a4 */ \
+	CMPQ MB_K, $5 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Y12)            /* a5 */ \
+	CMPQ MB_K, $6 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Y13)            /* a6 */ \
+	CMPQ MB_K, $7 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Y14)            /* a7 */ \
+DONE:
+
+// MBY_8 (with MB_B = nb) does, for every b < nb, y[b, c:c+8] += Σ_l a_l·x[b, l, c:c+8] with
+// the rows a_l in Y7…Y14: unrolled for k = 8, a chain of tests otherwise.
+#define MBY_8(LD, ST, INIT, LROWS, LFULL, LGEN, LGST, LEND) \
+	MBY_ROWS(LD, LROWS) \
+	MOVQ MB_X, MB_PX            /* PX = &x[0, 0, c] */ \
+	MOVQ MB_Y, MB_PY            /* PY = &y[0, c] */ \
+	CMPQ MB_K, $8 \
+	JNE  LGEN \
+LFULL: \
+	INIT(Y0)                    /* acc = y[b, c:c+8] (or 0) */ \
+	MOVQ MB_PX, MB_PR           /* PR = &x[b, 0, c] */ \
+	LD((MB_PR), Y1)             /* x[b, 0] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y2)             /* x[b, 1] */ \
+	ADDQ MB_LDX, MB_PR \
+	VFMADD231PS Y1, Y7, Y0      /* acc += a0·x0 */ \
+	VMULPS Y2, Y8, Y6           /* acc' = a1·x1 */ \
+	LD((MB_PR), Y1)             /* x[b, 2] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y2)             /* x[b, 3] */ \
+	ADDQ MB_LDX, MB_PR \
+	VFMADD231PS Y1, Y9, Y0      /* acc += a2·x2 */ \
+	VFMADD231PS Y2, Y10, Y6     /* acc' += a3·x3 */ \
+	LD((MB_PR), Y1)             /* x[b, 4] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y2)             /* x[b, 5] */ \
+	ADDQ MB_LDX, MB_PR \
+	VFMADD231PS Y1, Y11, Y0     /* acc += a4·x4 */ \
+	VFMADD231PS Y2, Y12, Y6     /* acc' += a5·x5 */ \
+	LD((MB_PR), Y1)             /* x[b, 6] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y2)             /* x[b, 7] */ \
+	VFMADD231PS Y1, Y13, Y0     /* acc += a6·x6 */ \
+	VFMADD231PS Y2, Y14, Y6     /* acc' += a7·x7 */ \
+	VADDPS Y6, Y0, Y0           /* acc += acc' */ \
+	ST(Y0, (MB_PY))             /* y[b, c:c+8] = acc */ \
+	ADDQ MB_XS, MB_PX           /* next sample of x */ \
+	ADDQ MB_YS, MB_PY           /* next sample of y */ \
+	DECQ MB_B \
+	JNZ  LFULL \
+	JMP  LEND \
+LGEN: \
+	INIT(Y0)                    /* acc = y[b, c:c+8] (or 0) */ \
+	MOVQ MB_PX, MB_PR           /* PR = &x[b, 0, c] */ \
+	LD((MB_PR), Y1)             /* x[b, 0] */ \
+	VFMADD231PS Y1, Y7, Y0      /* acc += a0·x0 */ \
+	CMPQ MB_K, $1 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y1)             /* x[b, 1] */ \
+	VFMADD231PS Y1, Y8, Y0      /* acc += a1·x1 */ \
+	CMPQ MB_K, $2 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y1)             /* x[b, 2] */ \
+	VFMADD231PS Y1, Y9, Y0      /* acc += a2·x2 */ \
+	CMPQ MB_K, $3 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y1)             /* x[b, 3] */ \
+	VFMADD231PS Y1, Y10, Y0     /* acc += a3·x3 */ \
+	CMPQ MB_K, $4 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y1)             /* x[b, 4] */ \
+	VFMADD231PS Y1, Y11, Y0     /* acc += a4·x4 */ \
+	CMPQ MB_K, $5 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y1)             /* x[b, 5] */ \
+	VFMADD231PS Y1, Y12, Y0     /* acc += a5·x5 */ \
+	CMPQ MB_K, $6 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Y1)             /* x[b, 6] */ \
+	VFMADD231PS Y1, Y13, Y0     /* acc += a6·x6 */ \
+LGST: \
+	ST(Y0, (MB_PY))             /* y[b, c:c+8] = acc */ \
+	ADDQ MB_XS, MB_PX           /* next sample of x */ \
+	ADDQ MB_YS, MB_PY           /* next sample of y */ \
+	DECQ MB_B \
+	JNZ  LGEN \
+LEND:
+
+// func MulAddRowsBatchAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+TEXT ·MulAddRowsBatchAVX2(SB), NOSPLIT, $0-128
+	MOVQ k+8(FP), MB_K          // MB_K = k
+	MOVQ n+16(FP), MB_N         // MB_N = n
+	MOVQ a_base+24(FP), MB_A    // MB_A = &a[0]
+	MOVQ lda+48(FP), MB_LDA     // MB_LDA = lda
+	MOVQ x_base+56(FP), MB_X    // MB_X = &x[0]
+	MOVQ ldx+80(FP), MB_LDX     // MB_LDX = ldx
+	MOVQ xstride+88(FP), MB_XS  // MB_XS = xstride
+	MOVQ y_base+96(FP), MB_Y    // MB_Y = &y[0]
+	MOVQ ystride+120(FP), MB_YS // MB_YS = ystride
+	MOVQ nb+0(FP), MB_B         // B = nb
+	TESTQ MB_B, MB_B            // nb == 0: nothing to do
+	JZ    mb_done
+	TESTQ MB_K, MB_K            // k == 0: y += 0
+	JZ    mb_done
+	TESTQ MB_N, MB_N            // n == 0: nothing to do
+	JZ    mb_done
+	SHLQ  $2, MB_LDA            // lda in bytes
+	SHLQ  $2, MB_LDX            // ldx in bytes
+	SHLQ  $2, MB_XS             // xstride in bytes
+	SHLQ  $2, MB_YS             // ystride in bytes
+
+mb_loop8:
+	CMPQ MB_N, $8               // fewer than 8 columns left
+	JLT  mb_tail
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBY_8(LDU, STU, MB_YU, mb_rows8, mb_full8, mb_gen8, mb_gst8, mb_end8)
+	ADDQ $32, MB_A              // next 8 columns of a
+	ADDQ $32, MB_X              // of x
+	ADDQ $32, MB_Y              // of y
+	SUBQ $8, MB_N               // 8 columns done
+	JMP  mb_loop8
+
+mb_tail:
+	TESTQ MB_N, MB_N            // no tail
+	JZ    mb_done
+	TAILMASK(MB_N, MB_PR)       // MASK = first n%8 lanes
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBY_8(LDM, STM, MB_YM, mb_rowsm, mb_fullm, mb_genm, mb_gstm, mb_endm)
+
+mb_done:
+	VZEROUPPER
+	RET
+
+// func MulAddRowsBatchSetAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+TEXT ·MulAddRowsBatchSetAVX2(SB), NOSPLIT, $0-128
+	MOVQ k+8(FP), MB_K          // MB_K = k
+	MOVQ n+16(FP), MB_N         // MB_N = n
+	MOVQ a_base+24(FP), MB_A    // MB_A = &a[0]
+	MOVQ lda+48(FP), MB_LDA     // MB_LDA = lda
+	MOVQ x_base+56(FP), MB_X    // MB_X = &x[0]
+	MOVQ ldx+80(FP), MB_LDX     // MB_LDX = ldx
+	MOVQ xstride+88(FP), MB_XS  // MB_XS = xstride
+	MOVQ y_base+96(FP), MB_Y    // MB_Y = &y[0]
+	MOVQ ystride+120(FP), MB_YS // MB_YS = ystride
+	MOVQ nb+0(FP), MB_B         // B = nb
+	TESTQ MB_B, MB_B            // nb == 0: nothing to do
+	JZ    mbs_done
+	TESTQ MB_K, MB_K            // k == 0: not written (the caller clears y)
+	JZ    mbs_done
+	TESTQ MB_N, MB_N            // n == 0: nothing to do
+	JZ    mbs_done
+	SHLQ  $2, MB_LDA            // lda in bytes
+	SHLQ  $2, MB_LDX            // ldx in bytes
+	SHLQ  $2, MB_XS             // xstride in bytes
+	SHLQ  $2, MB_YS             // ystride in bytes
+
+mbs_loop8:
+	CMPQ MB_N, $8               // fewer than 8 columns left
+	JLT  mbs_tail
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBY_8(LDU, STU, MB_Y0, mbs_rows8, mbs_full8, mbs_gen8, mbs_gst8, mbs_end8)
+	ADDQ $32, MB_A              // next 8 columns of a
+	ADDQ $32, MB_X              // of x
+	ADDQ $32, MB_Y              // of y
+	SUBQ $8, MB_N               // 8 columns done
+	JMP  mbs_loop8
+
+mbs_tail:
+	TESTQ MB_N, MB_N            // no tail
+	JZ    mbs_done
+	TAILMASK(MB_N, MB_PR)       // MASK = first n%8 lanes
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBY_8(LDM, STM, MB_Y0, mbs_rowsm, mbs_fullm, mbs_genm, mbs_gstm, mbs_endm)
+
+mbs_done:
+	VZEROUPPER
+	RET
+
+// MBZ_ROWS loads the k ≤ 8 rows of a at MB_A into Z16…Z23 (16 columns).
+#define MBZ_ROWS(LD, DONE) \
+	MOVQ MB_A, MB_PR            /* PR = &a[0, c] */ \
+	LD((MB_PR), Z16)            /* a0 = a[0, c:c+16] */ \
+	CMPQ MB_K, $1 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR          /* next row of a */ \
+	LD((MB_PR), Z17)            /* a1 */ \
+	CMPQ MB_K, $2 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Z18)            /* a2 */ \
+	CMPQ MB_K, $3 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Z19)            /* a3 */ \
+	CMPQ MB_K, $4 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Z20)            /* a4 */ \
+	CMPQ MB_K, $5 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Z21)            /* a5 */ \
+	CMPQ MB_K, $6 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Z22)            /* a6 */ \
+	CMPQ MB_K, $7 \
+	JEQ  DONE \
+	ADDQ MB_LDA, MB_PR \
+	LD((MB_PR), Z23)            /* a7 */ \
+DONE:
+
+// MBZ_16 is MBY_8 on 16 columns with the rows of a in Z16…Z23.
+#define MBZ_16(LD, ST, INIT, LROWS, LFULL, LGEN, LGST, LEND) \
+	MBZ_ROWS(LD, LROWS) \
+	MOVQ MB_X, MB_PX            /* PX = &x[0, 0, c] */ \
+	MOVQ MB_Y, MB_PY            /* PY = &y[0, c] */ \
+	CMPQ MB_K, $8 \
+	JNE  LGEN \
+LFULL: \
+	INIT(Z0)                    /* acc = y[b, c:c+16] (or 0) */ \
+	MOVQ MB_PX, MB_PR           /* PR = &x[b, 0, c] */ \
+	LD((MB_PR), Z1)             /* x[b, 0] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z2)             /* x[b, 1] */ \
+	ADDQ MB_LDX, MB_PR \
+	VFMADD231PS Z1, Z16, Z0     /* acc += a0·x0 */ \
+	VMULPS Z2, Z17, Z6          /* acc' = a1·x1 */ \
+	LD((MB_PR), Z3)             /* x[b, 2] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z4)             /* x[b, 3] */ \
+	ADDQ MB_LDX, MB_PR \
+	VFMADD231PS Z3, Z18, Z0     /* acc += a2·x2 */ \
+	VFMADD231PS Z4, Z19, Z6     /* acc' += a3·x3 */ \
+	LD((MB_PR), Z1)             /* x[b, 4] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z2)             /* x[b, 5] */ \
+	ADDQ MB_LDX, MB_PR \
+	VFMADD231PS Z1, Z20, Z0     /* acc += a4·x4 */ \
+	VFMADD231PS Z2, Z21, Z6     /* acc' += a5·x5 */ \
+	LD((MB_PR), Z3)             /* x[b, 6] */ \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z4)             /* x[b, 7] */ \
+	VFMADD231PS Z3, Z22, Z0     /* acc += a6·x6 */ \
+	VFMADD231PS Z4, Z23, Z6     /* acc' += a7·x7 */ \
+	VADDPS Z6, Z0, Z0           /* acc += acc' */ \
+	ST(Z0, (MB_PY))             /* y[b, c:c+16] = acc */ \
+	ADDQ MB_XS, MB_PX           /* next sample of x */ \
+	ADDQ MB_YS, MB_PY           /* next sample of y */ \
+	DECQ MB_B \
+	JNZ  LFULL \
+	JMP  LEND \
+LGEN: \
+	INIT(Z0)                    /* acc = y[b, c:c+16] (or 0) */ \
+	MOVQ MB_PX, MB_PR           /* PR = &x[b, 0, c] */ \
+	LD((MB_PR), Z1)             /* x[b, 0] */ \
+	VFMADD231PS Z1, Z16, Z0     /* acc += a0·x0 */ \
+	CMPQ MB_K, $1 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z1)             /* x[b, 1] */ \
+	VFMADD231PS Z1, Z17, Z0     /* acc += a1·x1 */ \
+	CMPQ MB_K, $2 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z1)             /* x[b, 2] */ \
+	VFMADD231PS Z1, Z18, Z0     /* acc += a2·x2 */ \
+	CMPQ MB_K, $3 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z1)             /* x[b, 3] */ \
+	VFMADD231PS Z1, Z19, Z0     /* acc += a3·x3 */ \
+	CMPQ MB_K, $4 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z1)             /* x[b, 4] */ \
+	VFMADD231PS Z1, Z20, Z0     /* acc += a4·x4 */ \
+	CMPQ MB_K, $5 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z1)             /* x[b, 5] */ \
+	VFMADD231PS Z1, Z21, Z0     /* acc += a5·x5 */ \
+	CMPQ MB_K, $6 \
+	JEQ  LGST \
+	ADDQ MB_LDX, MB_PR \
+	LD((MB_PR), Z1)             /* x[b, 6] */ \
+	VFMADD231PS Z1, Z22, Z0     /* acc += a6·x6 */ \
+LGST: \
+	ST(Z0, (MB_PY))             /* y[b, c:c+16] = acc */ \
+	ADDQ MB_XS, MB_PX           /* next sample of x */ \
+	ADDQ MB_YS, MB_PY           /* next sample of y */ \
+	DECQ MB_B \
+	JNZ  LGEN \
+LEND:
+
+// func MulAddRowsBatchAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+TEXT ·MulAddRowsBatchAVX512(SB), NOSPLIT, $0-128
+	MOVQ k+8(FP), MB_K          // MB_K = k
+	MOVQ n+16(FP), MB_N         // MB_N = n
+	MOVQ a_base+24(FP), MB_A    // MB_A = &a[0]
+	MOVQ lda+48(FP), MB_LDA     // MB_LDA = lda
+	MOVQ x_base+56(FP), MB_X    // MB_X = &x[0]
+	MOVQ ldx+80(FP), MB_LDX     // MB_LDX = ldx
+	MOVQ xstride+88(FP), MB_XS  // MB_XS = xstride
+	MOVQ y_base+96(FP), MB_Y    // MB_Y = &y[0]
+	MOVQ ystride+120(FP), MB_YS // MB_YS = ystride
+	MOVQ nb+0(FP), MB_B         // B = nb
+	TESTQ MB_B, MB_B            // nb == 0: nothing to do
+	JZ    zmb_done
+	TESTQ MB_K, MB_K            // k == 0: y += 0
+	JZ    zmb_done
+	TESTQ MB_N, MB_N            // n == 0: nothing to do
+	JZ    zmb_done
+	SHLQ  $2, MB_LDA            // lda in bytes
+	SHLQ  $2, MB_LDX            // ldx in bytes
+	SHLQ  $2, MB_XS             // xstride in bytes
+	SHLQ  $2, MB_YS             // ystride in bytes
+
+zmb_loop16:
+	CMPQ MB_N, $16              // fewer than 16 columns left
+	JLT  zmb_tail
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBZ_16(ZLDU, ZSTU, MBZ_YU, zmb_rows16, zmb_full16, zmb_gen16, zmb_gst16, zmb_end16)
+	ADDQ $64, MB_A              // next 16 columns of a
+	ADDQ $64, MB_X              // of x
+	ADDQ $64, MB_Y              // of y
+	SUBQ $16, MB_N              // 16 columns done
+	JMP  zmb_loop16
+
+zmb_tail:
+	TESTQ MB_N, MB_N            // no tail
+	JZ    zmb_done
+	ZTAILMASK(MB_N, MB_PR)      // K1 = first n%16 lanes (clobbers CX = B)
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBZ_16(ZLDM, ZSTM, MBZ_YM, zmb_rowsm, zmb_fullm, zmb_genm, zmb_gstm, zmb_endm)
+
+zmb_done:
+	VZEROUPPER
+	RET
+
+// func MulAddRowsBatchSetAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+TEXT ·MulAddRowsBatchSetAVX512(SB), NOSPLIT, $0-128
+	MOVQ k+8(FP), MB_K          // MB_K = k
+	MOVQ n+16(FP), MB_N         // MB_N = n
+	MOVQ a_base+24(FP), MB_A    // MB_A = &a[0]
+	MOVQ lda+48(FP), MB_LDA     // MB_LDA = lda
+	MOVQ x_base+56(FP), MB_X    // MB_X = &x[0]
+	MOVQ ldx+80(FP), MB_LDX     // MB_LDX = ldx
+	MOVQ xstride+88(FP), MB_XS  // MB_XS = xstride
+	MOVQ y_base+96(FP), MB_Y    // MB_Y = &y[0]
+	MOVQ ystride+120(FP), MB_YS // MB_YS = ystride
+	MOVQ nb+0(FP), MB_B         // B = nb
+	TESTQ MB_B, MB_B            // nb == 0: nothing to do
+	JZ    zmbs_done
+	TESTQ MB_K, MB_K            // k == 0: not written (the caller clears y)
+	JZ    zmbs_done
+	TESTQ MB_N, MB_N            // n == 0: nothing to do
+	JZ    zmbs_done
+	SHLQ  $2, MB_LDA            // lda in bytes
+	SHLQ  $2, MB_LDX            // ldx in bytes
+	SHLQ  $2, MB_XS             // xstride in bytes
+	SHLQ  $2, MB_YS             // ystride in bytes
+
+zmbs_loop16:
+	CMPQ MB_N, $16              // fewer than 16 columns left
+	JLT  zmbs_tail
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBZ_16(ZLDU, ZSTU, MB_Y0, zmbs_rows16, zmbs_full16, zmbs_gen16, zmbs_gst16, zmbs_end16)
+	ADDQ $64, MB_A              // next 16 columns of a
+	ADDQ $64, MB_X              // of x
+	ADDQ $64, MB_Y              // of y
+	SUBQ $16, MB_N              // 16 columns done
+	JMP  zmbs_loop16
+
+zmbs_tail:
+	TESTQ MB_N, MB_N            // no tail
+	JZ    zmbs_done
+	ZTAILMASK(MB_N, MB_PR)      // K1 = first n%16 lanes (clobbers CX = B)
+	MOVQ nb+0(FP), MB_B         // B = nb (the macro walks the samples)
+	MBZ_16(ZLDM, ZSTM, MB_Y0, zmbs_rowsm, zmbs_fullm, zmbs_genm, zmbs_gstm, zmbs_endm)
+
+zmbs_done:
+	VZEROUPPER
+	RET

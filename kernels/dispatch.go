@@ -35,6 +35,15 @@ type ops struct {
 	// mulAddRows: y[c] += Σ_l a[l*lda+c]·x[l*ldx+c] for l < k, c < n
 	// (element-wise products of k row pairs, summed into y).
 	mulAddRows func(k, n int, a []float32, lda int, x []float32, ldx int, y []float32)
+	// mulAddRowsBatch: y[b*ystride+c] += Σ_l a[l*lda+c]·x[b*xstride+l*ldx+c]
+	// for b < nb, l < k, c < n: mulAddRows for nb samples sharing a, in one
+	// call that reads a once. Optional: nil when the implementation has no
+	// kernel for it (callers then loop over mulAddRows).
+	mulAddRowsBatch func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+	// mulAddRowsBatchSet: mulAddRowsBatch overwriting y (y is not read):
+	// y[b*ystride+c] = Σ_l a[l*lda+c]·x[b*xstride+l*ldx+c]. Optional, as
+	// mulAddRowsBatch (both nil or both set).
+	mulAddRowsBatchSet func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
 
 	// softmaxCols: for every column i < n of the rows×n row-major matrix l,
 	// c[:,i] = softmax over the rows of l[:,i] (max-subtracted).

@@ -82,6 +82,34 @@ func BenchmarkMulAddRows(b *testing.B) {
 	}
 }
 
+// BenchmarkMulAddRowsBatch runs the batched primitive on the votes
+// forward's shape (one output row of Sabour's digit layer for a group of 4
+// samples, their rows 1152·8 floats apart) and on all 32 samples; ref is
+// mulAddRowsBatchRef (refOps has no such field).
+func BenchmarkMulAddRowsBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 14))
+	for _, sh := range [][3]int{{4, 8, 1152}, {32, 8, 1152}, {4, 8, 16}} {
+		nb, k, n := sh[0], sh[1], sh[2]
+		a, x, y := benchVec(rng, k*n, 1), benchVec(rng, nb*k*n, 1), benchVec(rng, nb*n, 1)
+		for _, set := range []bool{false, true} {
+			name := fmt.Sprintf("nb=%d,k=%d,n=%d", nb, k, n)
+			if set {
+				name += ",set"
+			}
+			benchOp(b, name, 2*float64(nb*k*n), 0, func(o *ops) {
+				f, ref := o.mulAddRowsBatch, mulAddRowsBatchRef
+				if set {
+					f, ref = o.mulAddRowsBatchSet, mulAddRowsBatchSetRef
+				}
+				if f == nil {
+					f = ref
+				}
+				f(nb, k, n, a, n, x, n, k*n, y, n)
+			})
+		}
+	}
+}
+
 // Routing couplings: 10 digit capsules × 1152 inputs (Sabour), 16 × 16 (deep).
 var benchSoftmaxShapes = [][2]int{{10, 1152}, {16, 16}}
 

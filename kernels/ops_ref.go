@@ -66,6 +66,30 @@ func mulAddRowsRef(k, n int, a []float32, lda int, x []float32, ldx int, y []flo
 	}
 }
 
+// mulAddRowsBatchRef is the reference of ops.mulAddRowsBatch (refOps leaves
+// the field nil: the votes kernels then keep their mulAddRows loops). The
+// tests compare the SIMD kernels with it.
+func mulAddRowsBatchRef(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	for b := 0; b < nb; b++ {
+		yb := y[b*ystride : b*ystride+n]
+		for l := 0; l < k; l++ {
+			ar := a[l*lda : l*lda+n]
+			xr := x[b*xstride+l*ldx : b*xstride+l*ldx+n]
+			for c := range yb {
+				yb[c] += ar[c] * xr[c]
+			}
+		}
+	}
+}
+
+// mulAddRowsBatchSetRef is the reference of ops.mulAddRowsBatchSet.
+func mulAddRowsBatchSetRef(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	for b := 0; b < nb; b++ {
+		clear(y[b*ystride : b*ystride+n])
+	}
+	mulAddRowsBatchRef(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+}
+
 func gerGroupsRef(g, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
 	for j := 0; j < g; j++ {
 		yj := y[j*ldy : j*ldy+n]

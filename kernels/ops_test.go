@@ -1012,3 +1012,270 @@ func TestOpsGroupsCheckersDetectBugs(t *testing.T) {
 		}
 	}
 }
+
+// mulAddRowsBatch (optional primitive): nb samples of k row pairs sharing
+// the rows of a. x holds the k rows of every sample with row stride ldx and
+// sample stride xstride = (k+gap)·ldx: gap rows of guard NaNs between
+// samples (and the padding of ldx > n) poison the result if read.
+
+// checkMulAddRowsBatch compares o.mulAddRowsBatch with mulAddRowsBatchRef
+// on one shape. Tolerance: every y[b,c] is y0 plus k products, summed in
+// float32 in any order by the kernel (the AVX kernels split the sum into
+// two chains), so |got−want| ≤ 2·eps32·(k+1)·(|y0| + Σ|a·x|) (each of the
+// two summations errs by at most (k+1)·u·Σ|terms|, u = eps32/2).
+//
+// With set, it checks o.mulAddRowsBatchSet against mulAddRowsBatchSetRef
+// (y0 then counts as 0 in the tolerance).
+func checkMulAddRowsBatch(o *ops, rng *rand.Rand, nb, k, n, gap int, set bool) error {
+	lda, ldx, ldy := pickLd(rng, n), pickLd(rng, n), pickLd(rng, n)
+	xstride := (k + gap) * ldx
+	guard := math.Float32frombits(guardBits)
+	A := newTMat(rng, k, n, lda, func(int, int) float32 { return uni(rng) })
+	X := newTMat(rng, nb*(k+gap), n, ldx, func(r, _ int) float32 {
+		if r%(k+gap) >= k {
+			return guard
+		}
+		return uni(rng)
+	})
+	Y := newTMat(rng, nb, n, ldy, func(int, int) float32 { return uni(rng) })
+	y0 := append([]float32(nil), Y.s()...)
+	want := append([]float32(nil), y0...)
+	ref, f, name := mulAddRowsBatchRef, o.mulAddRowsBatch, "mulAddRowsBatch"
+	if set {
+		ref, f, name = mulAddRowsBatchSetRef, o.mulAddRowsBatchSet, "mulAddRowsBatchSet"
+		clear(y0)
+	}
+	ref(nb, k, n, A.s(), lda, X.s(), ldx, xstride, want, ldy)
+	f(nb, k, n, A.s(), lda, X.s(), ldx, xstride, Y.s(), ldy)
+	what := fmt.Sprintf("%s nb=%d k=%d n=%d lda=%d ldx=%d xstride=%d ystride=%d", name, nb, k, n, lda, ldx, xstride, ldy)
+	if err := firstErr(A.unchanged("a"), X.unchanged("x"), Y.guardsIntact("y")); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	a, xs, ys := A.s(), X.s(), Y.s()
+	for b := 0; b < nb; b++ {
+		for c := 0; c < n; c++ {
+			i := b*ldy + c
+			sum := math.Abs(float64(y0[i]))
+			for l := 0; l < k; l++ {
+				sum += math.Abs(float64(a[l*lda+c]) * float64(xs[b*xstride+l*ldx+c]))
+			}
+			if tol := 2 * eps32 * float64(k+1) * sum; !within(ys[i], want[i], tol) {
+				return mismatch(ys[i], want[i], tol, "%s: y[%d,%d]", what, b, c)
+			}
+		}
+	}
+	return nil
+}
+
+// mulAddRowsBatchSweep runs check over nb ∈ {0, 1, 3, 32}, k ∈ 0…9, 16,
+// 17 (the kernels take 8 rows at a time), n over opsTestSizes, with and
+// without guard rows between samples; smaller under qemu or -short.
+func mulAddRowsBatchSweep(rng *rand.Rand, check func(nb, k, n, gap int) error) error {
+	limit := 1 << 30
+	if opsTestSmall() {
+		limit = 40000
+	}
+	for _, nb := range []int{0, 1, 3, 32} {
+		for _, k := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17} {
+			for _, n := range opsTestSizes {
+				if nb*k*n > limit {
+					continue
+				}
+				if err := check(nb, k, n, rng.IntN(2)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TestOpsMulAddRowsBatch compares the batched kernel of every
+// implementation that has one with the reference.
+func TestOpsMulAddRowsBatch(t *testing.T) {
+	tested := 0
+	forEachImpl(t, func(t *testing.T, o *ops) {
+		if o.mulAddRowsBatch == nil || o.mulAddRowsBatchSet == nil {
+			if o.mulAddRowsBatch != nil || o.mulAddRowsBatchSet != nil {
+				t.Fatal("mulAddRowsBatch and mulAddRowsBatchSet must be both nil or both set")
+			}
+			t.Skip("no mulAddRowsBatch")
+		}
+		tested++
+		for _, set := range []bool{false, true} {
+			rng := rand.New(rand.NewPCG(7, 8))
+			if err := mulAddRowsBatchSweep(rng, func(nb, k, n, gap int) error {
+				return checkMulAddRowsBatch(o, rng, nb, k, n, gap, set)
+			}); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	t.Logf("%d implementations with mulAddRowsBatch", tested)
+}
+
+// TestOpsMulAddRowsBatchCheckerDetectsBugs feeds broken batched kernels
+// to the checker: each must be rejected.
+func TestOpsMulAddRowsBatchCheckerDetectsBugs(t *testing.T) {
+	type batchFn = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int)
+	bugs := map[string]batchFn{
+		"last sample skipped": func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+			mulAddRowsBatchRef(max(nb-1, 0), k, n, a, lda, x, ldx, xstride, y, ystride)
+		},
+		"last row skipped": func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+			mulAddRowsBatchRef(nb, max(k-1, 0), n, a, lda, x, ldx, xstride, y, ystride)
+		},
+		"last column off by 1e-4": func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+			mulAddRowsBatchRef(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+			for b := 0; b < nb && n > 0; b++ {
+				y[b*ystride+n-1] += 1e-4
+			}
+		},
+		"one past the tail written": func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+			mulAddRowsBatchRef(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+			if nb > 1 && ystride > n {
+				y[n] = 0
+			}
+		},
+	}
+	for name, f := range bugs {
+		o := refOps
+		o.mulAddRowsBatch = f
+		rng := rand.New(rand.NewPCG(9, 10))
+		if err := mulAddRowsBatchSweep(rng, func(nb, k, n, gap int) error {
+			return checkMulAddRowsBatch(&o, rng, nb, k, n, gap, false)
+		}); err == nil {
+			t.Errorf("bug %q not detected", name)
+		}
+	}
+	// The overwriting variant must not add to y, nor leave it unwritten.
+	for name, f := range map[string]batchFn{
+		"adds": mulAddRowsBatchRef,
+		"k=0 ignored": func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+			if k > 0 {
+				mulAddRowsBatchSetRef(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+			}
+		},
+	} {
+		o := refOps
+		o.mulAddRowsBatchSet = f
+		rng := rand.New(rand.NewPCG(9, 10))
+		if err := mulAddRowsBatchSweep(rng, func(nb, k, n, gap int) error {
+			return checkMulAddRowsBatch(&o, rng, nb, k, n, gap, true)
+		}); err == nil {
+			t.Errorf("set bug %q not detected", name)
+		}
+	}
+}
+
+// TestOpsMulAddRowsBatchNoAlloc checks that the batched kernels do not
+// allocate.
+func TestOpsMulAddRowsBatchNoAlloc(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, o *ops) {
+		if o.mulAddRowsBatch == nil {
+			t.Skip("no mulAddRowsBatch")
+		}
+		const nb, k, n = 3, 17, 37
+		a, x, y := make([]float32, k*n), make([]float32, nb*k*n), make([]float32, nb*n)
+		if got := testing.AllocsPerRun(20, func() { o.mulAddRowsBatch(nb, k, n, a, n, x, n, k*n, y, n) }); got != 0 {
+			t.Errorf("mulAddRowsBatch: %v allocations per call, want 0", got)
+		}
+		if got := testing.AllocsPerRun(20, func() { o.mulAddRowsBatchSet(nb, k, n, a, n, x, n, k*n, y, n) }); got != 0 {
+			t.Errorf("mulAddRowsBatchSet: %v allocations per call, want 0", got)
+		}
+	})
+}
+
+// TestVotesBatchedGroups checks VotesForward and VotesBackward of every
+// implementation against impl=ref on batches that leave partial sample
+// groups in the mulAddRowsBatch paths (votesFwdGroup, votesBwdGroup and the
+// 8 samples of a dW call), DIn beyond 8 and NIn with vector tails, with
+// blocking over NIn forced on and off. Tolerance: every output is a sum of
+// K products (K = DIn, NOut·DOut or Batch, plus the accumulated dw), summed
+// in a different order and grouping, so |got−want| ≤ 2·eps32·(K+1)·Σ|terms|,
+// Σ|terms| being the reference run on |inputs|.
+func TestVotesBatchedGroups(t *testing.T) {
+	abs := func(x []float32) []float32 {
+		y := make([]float32, len(x))
+		for i, v := range x {
+			y[i] = float32(math.Abs(float64(v)))
+		}
+		return y
+	}
+	type result struct{ uhat, du, dw []float32 }
+	run := func(sh VotesShape, w, u, duhat, dw0 []float32) (result, error) {
+		r := result{make([]float32, sh.Batch*sh.NOut*sh.DOut*sh.NIn), make([]float32, len(u)), append([]float32(nil), dw0...)}
+		if err := VotesForward(sh, r.uhat, w, u); err != nil {
+			return r, err
+		}
+		return r, VotesBackward(sh, r.dw, r.du, w, u, duhat)
+	}
+	shapes := []VotesShape{
+		{Batch: 5, NIn: 37, NOut: 3, DIn: 8, DOut: 5},
+		{Batch: 9, NIn: 19, NOut: 2, DIn: 9, DOut: 3},
+		{Batch: 11, NIn: 64, NOut: 3, DIn: 3, DOut: 4},
+		{Batch: 17, NIn: 33, NOut: 1, DIn: 16, DOut: 7},
+	}
+	prevWhole, prevBlock := votesWholeBytes, votesBlockBytes
+	defer func() { votesWholeBytes, votesBlockBytes = prevWhole, prevBlock }()
+	prev := Impl()
+	defer func() {
+		if err := Use(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, blocked := range []bool{false, true} {
+		votesWholeBytes, votesBlockBytes = prevWhole, prevBlock
+		if blocked {
+			votesWholeBytes, votesBlockBytes = 0, 0
+		}
+		for _, sh := range shapes {
+			gen := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = uni(rng)
+				}
+				return v
+			}
+			w, u := gen(sh.NOut*sh.DOut*sh.DIn*sh.NIn), gen(sh.Batch*sh.DIn*sh.NIn)
+			duhat, dw0 := gen(sh.Batch*sh.NOut*sh.DOut*sh.NIn), gen(len(w))
+			if err := Use("ref"); err != nil {
+				t.Fatal(err)
+			}
+			want, err := run(sh, w, u, duhat, dw0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mag, err := run(sh, abs(w), abs(u), abs(duhat), abs(dw0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range Available() {
+				if err := Use(name); err != nil {
+					t.Fatal(err)
+				}
+				got, err := run(sh, w, u, duhat, dw0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []struct {
+					what      string
+					got, want []float32
+					mag       []float32
+					k         int
+				}{
+					{"uhat", got.uhat, want.uhat, mag.uhat, sh.DIn},
+					{"du", got.du, want.du, mag.du, sh.NOut * sh.DOut},
+					{"dw", got.dw, want.dw, mag.dw, sh.Batch + 1},
+				} {
+					for i := range c.want {
+						if tol := 2 * eps32 * float64(c.k+1) * float64(c.mag[i]); !within(c.got[i], c.want[i], tol) {
+							t.Fatal(mismatch(c.got[i], c.want[i], tol, "impl=%s blocked=%v %+v: %s[%d]", name, blocked, sh, c.what, i))
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -12,6 +12,12 @@ var _ = register("avx2", func(o *ops) {
 	o.gemvT = asm.GemvTAVX2
 	o.ger = asm.GerAVX2
 	o.mulAddRows = asm.MulAddRowsAVX2
+	o.mulAddRowsBatch = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+		mulAddRowsBatchBy8(asm.MulAddRowsBatchAVX2, nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
+	o.mulAddRowsBatchSet = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+		mulAddRowsBatchSetBy8(asm.MulAddRowsBatchSetAVX2, asm.MulAddRowsBatchAVX2, nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
 	o.softmaxCols = asm.SoftmaxColsAVX2
 	o.softmaxColsGrad = asm.SoftmaxColsGradAVX2
 	o.squash = func(kind Squash, d, n int, s, v []float32) { asm.SquashAVX2(int(kind), d, n, s, v) }
@@ -29,6 +35,12 @@ var _ = register("avx512", func(o *ops) {
 	o.gemvT = asm.GemvTAVX512
 	o.ger = asm.GerAVX512
 	o.mulAddRows = asm.MulAddRowsAVX512
+	o.mulAddRowsBatch = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+		mulAddRowsBatchBy8(asm.MulAddRowsBatchAVX512, nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
+	o.mulAddRowsBatchSet = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+		mulAddRowsBatchSetBy8(asm.MulAddRowsBatchSetAVX512, asm.MulAddRowsBatchAVX512, nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
 	o.softmaxCols = asm.SoftmaxColsAVX512
 	o.softmaxColsGrad = asm.SoftmaxColsGradAVX512
 	o.squash = func(kind Squash, d, n int, s, v []float32) { asm.SquashAVX512(int(kind), d, n, s, v) }
@@ -39,3 +51,34 @@ var _ = register("avx512", func(o *ops) {
 	o.gemvTGroups = asm.GemvTGroupsAVX512
 	o.gemvNGroups = asm.GemvNGroupsAVX512
 })
+
+// mulAddRowsBatchBy8 runs the MulAddRowsBatch kernel f, which takes at
+// most 8 rows, over the k rows in groups of 8 (y is re-read per group).
+func mulAddRowsBatchBy8(f func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int),
+	nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	if nb == 0 || n == 0 {
+		return
+	}
+	for l0 := 0; l0 < k; l0 += 8 {
+		f(nb, min(8, k-l0), n, a[l0*lda:], lda, x[l0*ldx:], ldx, xstride, y, ystride)
+	}
+}
+
+// mulAddRowsBatchSetBy8 is mulAddRowsBatchBy8 overwriting y: the first
+// group of (at most 8) rows by set, the others added by add; k = 0 clears y.
+func mulAddRowsBatchSetBy8(set, add func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int),
+	nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	if nb == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		for b := 0; b < nb; b++ {
+			clear(y[b*ystride : b*ystride+n])
+		}
+		return
+	}
+	set(nb, min(8, k), n, a, lda, x, ldx, xstride, y, ystride)
+	if k > 8 {
+		mulAddRowsBatchBy8(add, nb, k-8, n, a[8*lda:], lda, x[8*ldx:], ldx, xstride, y, ystride)
+	}
+}
