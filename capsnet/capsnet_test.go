@@ -4,8 +4,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/capstan-ml/capstan/graph"
 )
 
 func TestPresetsValidate(t *testing.T) {
@@ -45,6 +48,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":0}]}`, "stride"},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"magic","iters":3,"squash":"sabour"}]}`, "routing \"magic\""},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":9,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10}`, "last capsule layer has 9"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour","init_std":-1}],"classes":10}`, "init_std -1"},
 	} {
 		_, err := ParseConfig([]byte(tc.json), "test.json")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test.json") {
@@ -53,6 +57,38 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadConfig("no-such-model"); err == nil || !strings.Contains(err.Error(), "no-such-model") {
 		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+// TestInitStd checks that Init draws each layer's votes matrix with its
+// init_std (DefaultInitStd when unset) and that the seed fixes the draw.
+func TestInitStd(t *testing.T) {
+	cfg := Presets()["tiny-deep3"]
+	cfg.Caps[0].InitStd = 0.7
+	p, err := NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(3)
+	for l, c := range cfg.Caps {
+		w := p.Get(c.Name + ".W").Buf.Data()
+		ss := 0.0
+		for _, v := range w {
+			ss += float64(v) * float64(v)
+		}
+		got, want := math.Sqrt(ss/float64(len(w))), DefaultInitStd
+		if l == 0 {
+			want = 0.7
+		}
+		// the sample std of n normals is within 5/sqrt(2n) of σ (relative) with overwhelming probability
+		if math.Abs(got/want-1) > 5/math.Sqrt(2*float64(len(w))) {
+			t.Errorf("%s: std %.4f over %d values, want %.4f", c.Name, got, len(w), want)
+		}
+	}
+	q, _ := NewParams(cfg)
+	q.Init(3)
+	if !slices.Equal(p.Get("caps.0.W").Buf.Data(), q.Get("caps.0.W").Buf.Data()) {
+		t.Error("same seed, different votes matrices")
 	}
 }
 
@@ -216,6 +252,56 @@ func TestNetNoAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(5, infer); a != 0 {
 		t.Errorf("inference allocates %.1f times per batch", a)
+	}
+}
+
+// TestInferenceNet checks that a forward-only Net computes what a training
+// Net masked by prediction does, holds no gradient memory, does not
+// allocate and refuses Backward.
+func TestInferenceNet(t *testing.T) {
+	for _, name := range []string{"tiny-deep3", "tiny-sabour"} {
+		p, err := NewParams(Presets()[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Init(2)
+		tr, err := NewNet(p, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, err := NewInferenceNet(p, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tr.X.Data() {
+			tr.X.Data()[i] = float32((i*31)%17) / 17
+		}
+		copy(inf.X.Data(), tr.X.Data())
+		copy(tr.Labels, []int{0, 3, 7, 9})
+		copy(inf.Labels, tr.Labels)
+		tr.MaskByLabel = false
+		if err := tr.Forward(); err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.Forward(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(tr.Norms(), inf.Norms()) || !slices.Equal(tr.Recon(), inf.Recon()) || !slices.Equal(tr.Pred(), inf.Pred()) {
+			t.Errorf("%s: inference net differs from the training net", name)
+		}
+		pl, tp := inf.Plan(), tr.Plan()
+		if pl.Bytes[graph.Grad] != 0 || pl.Bytes[graph.ActGrad] != 0 || len(inf.Grads) != 0 {
+			t.Errorf("%s: inference net holds gradients: %+v", name, pl)
+		}
+		if pl.Total >= tp.Total {
+			t.Errorf("%s: inference arena %d bytes, training %d", name, pl.Total, tp.Total)
+		}
+		if err := inf.Backward(); err == nil {
+			t.Errorf("%s: Backward on an inference net: no error", name)
+		}
+		if a := testing.AllocsPerRun(5, func() { _ = inf.Forward() }); a != 0 {
+			t.Errorf("%s: inference allocates %.1f times per batch", name, a)
+		}
 	}
 }
 

@@ -12,15 +12,24 @@ const CheckpointFormat = "capstan/1"
 
 // Init fills the parameters as PyTorch initialises the reference model,
 // from a seeded generator: conv and linear weights and biases uniform in
-// ±1/sqrt(fan_in), capsule votes matrices normal with std 0.05, priors 0.
+// ±1/sqrt(fan_in), capsule votes matrices normal with the layer's InitStd
+// (DefaultInitStd, 0.05, when unset), priors 0.
 func (p *Params) Init(seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x6361707374616e))
+	std := map[string]float64{}
+	for _, c := range p.Config.Caps {
+		std[c.Name+".W"] = c.InitStd
+	}
 	for _, q := range p.List {
 		data := q.Buf.Data()
 		switch q.kind {
 		case votesW:
+			sd := std[q.Name]
+			if sd == 0 {
+				sd = DefaultInitStd
+			}
 			for i := range data {
-				data[i] = float32(rng.NormFloat64() * 0.05)
+				data[i] = float32(rng.NormFloat64() * sd)
 			}
 		case prior:
 			clear(data)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -64,7 +65,15 @@ type CapsConfig struct {
 	Squash  string `json:"squash"`
 	// LearnPrior: the routing logits start from a learned prior b.
 	LearnPrior bool `json:"learn_prior"`
+	// InitStd is the standard deviation of the normal initialisation of W
+	// (0 means DefaultInitStd, the PyTorch peer's 0.05). Not part of the
+	// forward semantics: it only matters to Params.Init.
+	InitStd float64 `json:"init_std,omitempty"`
 }
+
+// DefaultInitStd is the votes matrices' initial standard deviation when a
+// capsule layer gives none (Sabour et al.'s and the PyTorch peer's 0.05).
+const DefaultInitStd = 0.05
 
 // LossConfig holds the margin loss (m⁺, m⁻, λ) and reconstruction weight α.
 type LossConfig struct {
@@ -295,6 +304,9 @@ func (c Config) Geometry() (Geometry, error) {
 		}
 		if _, err := parseSquash(cc.Squash); err != nil {
 			return g, fmt.Errorf("%s: squash: %w", field, err)
+		}
+		if !(cc.InitStd >= 0) || math.IsInf(cc.InitStd, 0) {
+			return g, fmt.Errorf("%s: init_std %v must be a finite number ≥ 0", field, cc.InitStd)
 		}
 		g.CapsIn = append(g.CapsIn, [2]int{n, d})
 		n, d = cc.Out, cc.Dim

@@ -15,10 +15,15 @@ import (
 //
 // Several Nets may share one Params (data-parallel replicas); each has its
 // own gradient buffers, which the trainer reduces in a fixed order.
+//
+// An inference Net (NewInferenceNet) has no gradient buffers at all: its
+// arena holds only activations and scratch, and Backward returns an error.
 type Net struct {
 	P     *Params
 	Batch int
 	Arena *graph.Arena
+	// Inference is set for a Net compiled by NewInferenceNet.
+	Inference bool
 
 	// X is the input batch (B, C, H, W); Labels the classes (set before
 	// Forward; used by the loss and, when MaskByLabel, by the decoder mask).
@@ -90,19 +95,29 @@ type fcLayer struct {
 	act     string // "relu" or "sigmoid"
 }
 
-// NewNet compiles a Net of the given batch size over p.
-func NewNet(p *Params, batch int) (*Net, error) {
+// NewNet compiles a training Net of the given batch size over p.
+func NewNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, false) }
+
+// NewInferenceNet compiles a forward-only Net of the given batch size over
+// p: no gradient buffers (the arena holds activations and scratch only, the
+// memory an inference on a board needs), the decoder masked by the
+// predicted class, and no Backward.
+func NewInferenceNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, true) }
+
+func newNet(p *Params, batch int, inference bool) (*Net, error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("capsnet: batch %d must be positive", batch)
 	}
 	cfg, geo := p.Config, p.Geo
-	n := &Net{P: p, Batch: batch, Arena: graph.NewArena(), Labels: make([]int, batch), pred: make([]int, batch), MaskByLabel: true}
-	a := n.Arena
+	n := &Net{P: p, Batch: batch, Arena: graph.NewArena(), Labels: make([]int, batch), pred: make([]int, batch), MaskByLabel: !inference, Inference: inference}
 	B := batch
+	a := &netAlloc{Arena: n.Arena, inference: inference}
 	gradOf := map[*Param]*graph.Buf{}
 	for _, q := range p.List {
 		g := a.Alloc("grad."+q.Name, graph.Grad, q.Buf.Shape...)
-		n.Grads = append(n.Grads, g)
+		if g != nil {
+			n.Grads = append(n.Grads, g)
+		}
 		gradOf[q] = g
 	}
 	in := geo.ConvIn[0]
@@ -180,11 +195,25 @@ func NewNet(p *Params, batch int) (*Net, error) {
 	}
 	n.recon = x
 	n.work = a.Alloc("work", graph.Scratch, max(work, 1))
-	if err := a.Seal(); err != nil {
+	if err := n.Arena.Seal(); err != nil {
 		return nil, err
 	}
 	n.schedule()
 	return n, nil
+}
+
+// netAlloc allocates from a Net's arena, skipping gradients (Grad and
+// ActGrad buffers come back nil) in an inference Net.
+type netAlloc struct {
+	*graph.Arena
+	inference bool
+}
+
+func (a *netAlloc) Alloc(name string, kind graph.Kind, shape ...int) *graph.Buf {
+	if a.inference && (kind == graph.Grad || kind == graph.ActGrad) {
+		return nil
+	}
+	return a.Arena.Alloc(name, kind, shape...)
 }
 
 // Caps returns the capsule layers, input side first.
@@ -217,6 +246,9 @@ func (n *Net) Forward() error { return n.forward.Run() }
 // Backward zeroes this replica's gradients and runs the backward schedule;
 // it needs a Forward on the same batch first.
 func (n *Net) Backward() error {
+	if n.Inference {
+		return fmt.Errorf("capsnet: Backward on an inference net (compile it with NewNet to train)")
+	}
 	n.Arena.Zero(graph.Grad)
 	return n.backw.Run()
 }
@@ -252,6 +284,9 @@ func (n *Net) schedule() {
 		f("fc "+L.w.Name, L.forward)
 	}
 	f("reconstruction loss", n.reconForward)
+	if n.Inference {
+		return
+	}
 
 	b("reconstruction loss", n.reconBackward)
 	for i := len(n.dec) - 1; i >= 0; i-- {

@@ -55,7 +55,12 @@ type Buf struct {
 }
 
 // Data returns the buffer's elements (nil before Seal).
-func (b *Buf) Data() []float32 { return b.data }
+func (b *Buf) Data() []float32 {
+	if b == nil { // an absent buffer (e.g. a gradient in an inference graph)
+		return nil
+	}
+	return b.data
+}
 
 // Len is the number of elements.
 func (b *Buf) Len() int { return b.n }

@@ -23,6 +23,11 @@ const (
 	// AffNIST map (AffNISTRanges, see Affine), drawn afresh per sample and
 	// epoch.
 	PlacementAffNIST
+	// PlacementShift keeps the dataset's size and shifts each image by a
+	// random whole number of pixels in [−MaxShift, MaxShift] on each axis,
+	// filling with zeros (Sabour et al.'s MNIST augmentation; see
+	// ShiftRandom), drawn afresh per sample and epoch.
+	PlacementShift
 )
 
 // String returns the placement's name.
@@ -36,6 +41,8 @@ func (p Placement) String() string {
 		return "random"
 	case PlacementAffNIST:
 		return "affnist"
+	case PlacementShift:
+		return "shift"
 	}
 	return fmt.Sprintf("Placement(%d)", int(p))
 }
@@ -49,7 +56,9 @@ type BatchConfig struct {
 	// 40×40) and must hold the dataset images. Ignored for PlacementNone.
 	Placement        Placement
 	CanvasH, CanvasW int
-	DropLast         bool // skip the last batch of an epoch when it is not full
+	// MaxShift bounds the shift of PlacementShift, in pixels (≥ 0).
+	MaxShift int
+	DropLast bool // skip the last batch of an epoch when it is not full
 }
 
 // Batch is a caller-owned batch buffer the Batcher fills: the first N
@@ -134,6 +143,10 @@ func NewBatcher(ds *Dataset, cfg BatchConfig) (*Batcher, error) {
 			return nil, fmt.Errorf("train: %s: %d×%d images do not fit on a %d×%d canvas", ds.Name, ds.H, ds.W, cfg.CanvasH, cfg.CanvasW)
 		}
 		h, w = cfg.CanvasH, cfg.CanvasW
+	case PlacementShift:
+		if cfg.MaxShift < 0 {
+			return nil, fmt.Errorf("train: shift of %d pixels, want ≥ 0", cfg.MaxShift)
+		}
 	default:
 		return nil, fmt.Errorf("train: unknown placement %d", int(cfg.Placement))
 	}
@@ -224,6 +237,8 @@ func (b *Batcher) Next(dst *Batch) bool {
 			_, _, err = PlaceRandom(out, in, b.rngPl)
 		case PlacementAffNIST:
 			err = AffNISTRanges.Sample(b.rngPl).Apply(out, in)
+		case PlacementShift:
+			_, _, err = ShiftRandom(out, in, b.cfg.MaxShift, b.rngPl)
 		}
 		if err != nil {
 			b.err = fmt.Errorf("train: %s: sample %d: %w", b.ds.Name, idx, err)

@@ -110,14 +110,18 @@ func TestBatcherCoversEpoch(t *testing.T) {
 
 func TestBatcherPlacement(t *testing.T) {
 	ds := testDigits(t, 37)
-	for _, p := range []Placement{PlacementCenter, PlacementRandom, PlacementAffNIST} {
-		cfg := BatchConfig{Size: 8, Shuffle: true, Seed: 9, Placement: p}
+	for _, p := range []Placement{PlacementCenter, PlacementRandom, PlacementAffNIST, PlacementShift} {
+		cfg := BatchConfig{Size: 8, Shuffle: true, Seed: 9, Placement: p, MaxShift: 2}
 		it, err := NewBatcher(ds, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, h, w := it.Shape(); c != 1 || h != 40 || w != 40 {
-			t.Fatalf("%v: shape %d×%d×%d, want 1×40×40", p, c, h, w)
+		side := 40
+		if p == PlacementShift {
+			side = 28
+		}
+		if c, h, w := it.Shape(); c != 1 || h != side || w != side {
+			t.Fatalf("%v: shape %d×%d×%d, want 1×%d×%d", p, c, h, w, side, side)
 		}
 		b := it.NewBatch()
 		snapshot := func(e int) []float32 {
@@ -156,6 +160,18 @@ func TestBatcherPlacement(t *testing.T) {
 						if !found {
 							t.Fatalf("random sample %d is no placement of the digit", b.Index[k])
 						}
+					case PlacementShift:
+						found := false
+						want := canvas(1, 28, 28)
+						for dy := -2; dy <= 2 && !found; dy++ {
+							for dx := -2; dx <= 2 && !found; dx++ {
+								_ = Shift(want, src, dy, dx)
+								found = slices.Equal(img.Pix, want.Pix)
+							}
+						}
+						if !found {
+							t.Fatalf("shifted sample %d is no shift of at most 2 of the digit", b.Index[k])
+						}
 					}
 				}
 			}
@@ -171,6 +187,9 @@ func TestBatcherPlacement(t *testing.T) {
 	}
 	if _, err := NewBatcher(ds, BatchConfig{Size: 4, Placement: PlacementCenter, CanvasH: 20, CanvasW: 40}); err == nil {
 		t.Error("canvas smaller than the digits: no error")
+	}
+	if _, err := NewBatcher(ds, BatchConfig{Size: 4, Placement: PlacementShift, MaxShift: -1}); err == nil {
+		t.Error("negative shift: no error")
 	}
 	if _, err := NewBatcher(ds, BatchConfig{Size: 0}); err == nil {
 		t.Error("batch size 0: no error")

@@ -24,6 +24,8 @@ type Options struct {
 	// PlacementNone keeps the dataset's size.
 	TrainPlacement, ValPlacement Placement
 	Canvas                       int
+	// MaxShift bounds PlacementShift (pixels).
+	MaxShift int
 
 	Batch, Threads, Epochs int
 	LR                     float64 // initial learning rate
@@ -113,7 +115,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	fmt.Fprintf(o.Log, "model %s: %d parameters; kernels %s; %d thread(s), batch %d; memory plan %s\n",
 		o.Model.Name, params.Count(), kernels.Impl(), len(t.Reps), o.Batch, t.Plan())
 
-	tb, err := NewBatcher(o.Train, BatchConfig{Size: o.Batch, Shuffle: true, Seed: o.Seed, Placement: o.TrainPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas, DropLast: true})
+	tb, err := NewBatcher(o.Train, BatchConfig{Size: o.Batch, Shuffle: true, Seed: o.Seed, Placement: o.TrainPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas, MaxShift: o.MaxShift, DropLast: true})
 	if err != nil {
 		return nil, fmt.Errorf("training data: %w", err)
 	}
@@ -224,7 +226,7 @@ func (o *Options) check() error {
 		return fmt.Errorf("-out: an output directory is required")
 	}
 	c, h, w := o.Train.C, o.Train.H, o.Train.W
-	if o.TrainPlacement != PlacementNone {
+	if o.TrainPlacement != PlacementNone && o.TrainPlacement != PlacementShift {
 		h, w = o.Canvas, o.Canvas
 	}
 	if in := o.Model.Input; in != [3]int{c, h, w} {

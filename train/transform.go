@@ -91,6 +91,49 @@ func PlaceRandom(dst, src Image, rng *rand.Rand) (y0, x0 int, err error) {
 	return y0, x0, nil
 }
 
+// Shift writes src moved down by dy and right by dx pixels into dst, an
+// image of the same shape: dst(y, x) = src(y−dy, x−dx), zero where that
+// falls outside src. dst and src must not overlap.
+func Shift(dst, src Image, dy, dx int) error {
+	if err := checkPair(dst, src); err != nil {
+		return err
+	}
+	if dst.H != src.H || dst.W != src.W {
+		return fmt.Errorf("train: shift of a %d×%d image into a %d×%d one", src.H, src.W, dst.H, dst.W)
+	}
+	shift(dst, src, dy, dx)
+	return nil
+}
+
+// shift is Shift without the checks.
+func shift(dst, src Image, dy, dx int) {
+	clear(dst.Pix)
+	h, w := src.H, src.W
+	x0, x1 := max(0, dx), min(w, w+dx) // destination columns that receive a pixel
+	if x0 >= x1 {
+		return
+	}
+	for c := 0; c < src.C; c++ {
+		sp := src.Pix[c*h*w : (c+1)*h*w]
+		dp := dst.Pix[c*h*w : (c+1)*h*w]
+		for y := max(0, dy); y < min(h, h+dy); y++ {
+			copy(dp[y*w+x0:y*w+x1], sp[(y-dy)*w+x0-dx:(y-dy)*w+x1-dx])
+		}
+	}
+}
+
+// ShiftRandom shifts src into dst (see Shift) by dy = rng.IntN(2·max+1) − max,
+// then dx drawn the same way, and returns the shift used (Sabour et al.'s
+// augmentation: up to 2 pixels on 28×28 MNIST).
+func ShiftRandom(dst, src Image, maxShift int, rng *rand.Rand) (dy, dx int, err error) {
+	if maxShift < 0 {
+		return 0, 0, fmt.Errorf("train: shift of %d pixels, want ≥ 0", maxShift)
+	}
+	dy = rng.IntN(2*maxShift+1) - maxShift
+	dx = rng.IntN(2*maxShift+1) - maxShift
+	return dy, dx, Shift(dst, src, dy, dx)
+}
+
 // Affine is an affine map of the image plane about the canvas center,
 // composed as: scale, then shear, then rotation, then translation.
 //

@@ -394,3 +394,47 @@ func TestAffineApplyNoAlloc(t *testing.T) {
 		t.Errorf("Apply: %v allocations", n)
 	}
 }
+
+func TestShift(t *testing.T) {
+	ds := testDigits(t, 3)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for k := 0; k < ds.N; k++ {
+		src := ds.Image(k)
+		out := canvas(1, 28, 28)
+		for _, s := range [][2]int{{0, 0}, {2, -2}, {-1, 2}, {-2, 0}, {0, 1}, {27, 0}, {0, -27}, {28, 3}, {-40, -40}} {
+			if err := Shift(out, src, s[0], s[1]); err != nil {
+				t.Fatal(err)
+			}
+			for y := 0; y < 28; y++ {
+				for x := 0; x < 28; x++ {
+					if got, want := at(out, y, x), at(src, y-s[0], x-s[1]); got != want {
+						t.Fatalf("shift %v: pixel (%d,%d) = %v, want %v", s, y, x, got, want)
+					}
+				}
+			}
+		}
+		seen := map[[2]int]bool{}
+		for n := 0; n < 200; n++ {
+			dy, dx, err := ShiftRandom(out, src, 2, rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dy < -2 || dy > 2 || dx < -2 || dx > 2 {
+				t.Fatalf("ShiftRandom(2) drew (%d,%d)", dy, dx)
+			}
+			seen[[2]int{dy, dx}] = true
+			if at(out, 14, 14) != at(src, 14-dy, 14-dx) {
+				t.Fatalf("ShiftRandom returned (%d,%d) but shifted otherwise", dy, dx)
+			}
+		}
+		if len(seen) != 25 {
+			t.Errorf("ShiftRandom(2) drew %d of the 25 shifts in 200 tries", len(seen))
+		}
+	}
+	if err := Shift(canvas(1, 40, 40), ds.Image(0), 0, 0); err == nil {
+		t.Error("shift into a larger image: no error")
+	}
+	if _, _, err := ShiftRandom(canvas(1, 28, 28), ds.Image(0), -1, rng); err == nil {
+		t.Error("negative maximum shift: no error")
+	}
+}

@@ -75,7 +75,7 @@ func run(args []string) error {
 		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
 	}
 	b := min(*batch, ds.N)
-	tr, err := train.NewTrainer(p, b, *threads, kernels.AdamParams{})
+	tr, err := train.NewEvaluator(p, b, *threads)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ func run(args []string) error {
 	decay := fs.Float64("decay", 0.97, "learning-rate decay per epoch")
 	wd := fs.Float64("weight-decay", 1e-6, "Adam weight decay")
 	target := fs.Float64("target", 0, "stop when validation accuracy reaches this (e.g. 0.992; 0 = never)")
+	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis when the model takes the data's own size (Sabour's augmentation; 0 = none)")
 	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
 	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson")
 	resume := fs.String("resume", "", "continue from this run directory or checkpoint")
@@ -76,6 +77,11 @@ func run(args []string) error {
 		// The paper's recipe: digits at a random position on an empty canvas
 		// for training, centred for validation.
 		o.TrainPlacement, o.ValPlacement, o.Canvas = train.PlacementRandom, train.PlacementCenter, cfg.Input[1]
+	} else if *shift != 0 {
+		if *shift < 0 || *shift >= trainSet.H {
+			return fmt.Errorf("-shift %d: want 0 to %d pixels", *shift, trainSet.H-1)
+		}
+		o.TrainPlacement, o.MaxShift = train.PlacementShift, *shift
 	}
 	o.Epochs, o.Batch = 30, 512
 	if *data == "embedded" {
@@ -94,8 +100,8 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images), %d epochs, batch %d, kernels %s\n",
-		cfg.Name, trainSet.Name, trainSet.N, testSet.N, o.Epochs, o.Batch, kernels.Impl())
+	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images), %d epochs, batch %d, placement %s, kernels %s\n",
+		cfg.Name, trainSet.Name, trainSet.N, testSet.N, o.Epochs, o.Batch, placementHint(o), kernels.Impl())
 	res, err := train.Run(ctx, o)
 	if err != nil {
 		return err
@@ -107,6 +113,17 @@ func run(args []string) error {
 	fmt.Printf("done: validation accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
 	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *data)
 	return nil
+}
+
+// placementHint describes how training images are placed.
+func placementHint(o train.Options) string {
+	switch o.TrainPlacement {
+	case train.PlacementShift:
+		return fmt.Sprintf("shift ±%d px", o.MaxShift)
+	case train.PlacementRandom:
+		return fmt.Sprintf("random on %d×%d", o.Canvas, o.Canvas)
+	}
+	return o.TrainPlacement.String()
 }
 
 func presetHint() []string {

@@ -20,6 +20,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-data", "imagenet"}, "-data"},
 		{[]string{"-batch", "-3"}, "-batch"},
 		{[]string{"-lr", "0"}, "-lr"},
+		{[]string{"-shift", "-1"}, "-shift"},
+		{[]string{"-shift", "28"}, "-shift"},
 		{[]string{"-epochs", "-1"}, "-epochs"},
 		{[]string{"-target", "1.5"}, "-target"},
 		{[]string{"-kernels", "sse9"}, "-kernels"},
