@@ -65,6 +65,10 @@ func TestConfigErrors(t *testing.T) {
 func TestInitStd(t *testing.T) {
 	cfg := Presets()["tiny-deep3"]
 	cfg.Caps[0].InitStd = 0.7
+	cfg.Caps[1].InitStd = 0 // the default
+	if cfg.Caps[2].InitStd == 0 {
+		t.Fatal("tiny-deep3 preset: no init_std (deep presets set DeepInitStd)")
+	}
 	p, err := NewParams(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -76,9 +80,12 @@ func TestInitStd(t *testing.T) {
 		for _, v := range w {
 			ss += float64(v) * float64(v)
 		}
-		got, want := math.Sqrt(ss/float64(len(w))), DefaultInitStd
-		if l == 0 {
-			want = 0.7
+		got, want := math.Sqrt(ss/float64(len(w))), c.InitStd
+		if want == 0 {
+			want = DefaultInitStd
+		}
+		if l == 2 && want != DeepInitStd(cfg.Caps[1].Dim) {
+			t.Errorf("%s: init_std %v, want DeepInitStd %v", c.Name, want, DeepInitStd(cfg.Caps[1].Dim))
 		}
 		// the sample std of n normals is within 5/sqrt(2n) of σ (relative) with overwhelming probability
 		if math.Abs(got/want-1) > 5/math.Sqrt(2*float64(len(w))) {

@@ -88,8 +88,8 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("model %s, %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s), kernels %s)\n",
-		p.Config.Name, ds.Name, ds.N, 100*acc, float64(ds.N)/secs, b, len(tr.Reps), kernels.Impl())
+	fmt.Printf("model %s, %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s), kernels %s; memory %s)\n",
+		p.Config.Name, ds.Name, ds.N, 100*acc, float64(ds.N)/secs, b, len(tr.Reps), kernels.Impl(), tr.Plan())
 	fmt.Println("confusion matrix (rows: true class, columns: predicted):")
 	fmt.Print("     ")
 	for j := range conf {
@@ -138,7 +138,7 @@ func classify(p *capsnet.Params, path string) error {
 	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
 		return fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), p.Config.Name, in[0], in[1], in[2])
 	}
-	n, err := capsnet.NewNet(p, 1)
+	n, err := capsnet.NewInferenceNet(p, 1)
 	if err != nil {
 		return err
 	}
@@ -150,11 +150,10 @@ func classify(p *capsnet.Params, path string) error {
 			x[(oy+y)*in[2]+ox+xx] = float32(cr+cg+cb) / (3 * 65535)
 		}
 	}
-	n.MaskByLabel = false
 	if err := n.Forward(); err != nil {
 		return err
 	}
-	fmt.Printf("%s: class %d\n", path, n.Pred()[0])
+	fmt.Printf("%s: class %d (batch-1 inference graph: %s, parameters %s)\n", path, n.Pred()[0], n.Plan(), p.Arena.Plan())
 	fmt.Println("capsule lengths:")
 	for j, v := range n.Norms() {
 		fmt.Printf("  %d: %.4f\n", j, v)
