@@ -1,6 +1,7 @@
 package capsnet
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -325,4 +326,93 @@ func TestNetRejectsNaNAndBadLabels(t *testing.T) {
 	if err := n.Forward(); err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Errorf("NaN input: %v", err)
 	}
+}
+
+// TestDeepInitReachesEveryLayer guards the deep presets' initialisation
+// (DeepInitStd): at initialisation the capsules of every layer must keep a
+// usable length and every votes matrix must get a gradient well above the
+// weight decay's pull (1e-6·|W|) and Adam's ε (1e-8). With Sabour's 0.05
+// the deep model's top capsules start near 5e-7 long and its gradients
+// near 1e-9, and training never leaves chance accuracy: the check must
+// fail on that initialisation.
+func TestDeepInitReachesEveryLayer(t *testing.T) {
+	for _, name := range []string{"deep", "deep-n32-d16-L4"} {
+		cfg, err := LoadConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range starvedLayers(t, cfg) {
+			t.Errorf("%s: %s", name, msg)
+		}
+		for l := range cfg.Caps {
+			cfg.Caps[l].InitStd = 0 // DefaultInitStd, 0.05
+		}
+		if len(starvedLayers(t, cfg)) == 0 {
+			t.Errorf("%s with init_std 0.05: no starved layer found; the check cannot fail", name)
+		}
+	}
+}
+
+// starvedLayers runs one forward and backward pass at initialisation on two
+// synthetic 40×40 images and describes every capsule layer whose capsules
+// or votes-matrix gradients are too small to train.
+func starvedLayers(t *testing.T, cfg Config) []string {
+	t.Helper()
+	p, err := NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	n, err := NewNet(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// two "digits": a bright disc and a bar
+	x := n.X.Data()
+	for y := 0; y < 40; y++ {
+		for c := 0; c < 40; c++ {
+			if (y-20)*(y-20)+(c-18)*(c-18) < 64 {
+				x[y*40+c] = 1
+			}
+			if c >= 18 && c < 22 && y > 8 && y < 32 {
+				x[1600+y*40+c] = 1
+			}
+		}
+	}
+	copy(n.Labels, []int{0, 1})
+	if err := n.Forward(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, L := range n.Caps() {
+		v, d, no := L.V.Data(), L.V.Shape[1], L.V.Shape[2]
+		maxLen := 0.0
+		for s := 0; s < 2; s++ {
+			for j := 0; j < no; j++ {
+				q := 0.0
+				for k := 0; k < d; k++ {
+					e := float64(v[s*d*no+k*no+j])
+					q += e * e
+				}
+				maxLen = math.Max(maxLen, math.Sqrt(q))
+			}
+		}
+		var w, g float64
+		for i, e := range L.W.Buf.Data() {
+			w += math.Abs(float64(e))
+			g += math.Abs(float64(L.DW.Data()[i]))
+		}
+		w /= float64(L.W.Buf.Len())
+		g /= float64(L.W.Buf.Len())
+		// thresholds: 10× the weight decay's pull and 100× Adam's ε; the
+		// deep preset sits at ~90× and ~3000×, Sabour's 0.05 at ~0.03×
+		// and ~0.1×.
+		if maxLen < 1e-3 || g < 10*1e-6*w || g < 100*1e-8 {
+			out = append(out, fmt.Sprintf("%s at init: longest capsule %.3g, mean |dW| %.3g, mean |W| %.3g: the signal does not reach this layer", L.Cfg.Name, maxLen, g, w))
+		}
+	}
+	return out
 }
