@@ -57,7 +57,12 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 		b.Fatal(err)
 	}
 	p.Init(1)
-	tr, err := NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
+	var tr *Trainer
+	if train {
+		tr, err = NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
+	} else {
+		tr, err = NewEvaluator(p, batch, threads) // forward-only graphs, as tools/infer uses
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -90,4 +95,5 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 		step()
 	}
 	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "img/s")
+	b.ReportMetric(float64(tr.Plan().Total)/(1<<20), "MiB") // parameters, replicas, optimizer state
 }
