@@ -22,6 +22,12 @@ func TestPresetsValidate(t *testing.T) {
 			t.Errorf("preset %s: %v", name, err)
 		}
 	}
+	for name, c := range ps {
+		full := c.Input[1] == 40
+		if want := map[bool]string{true: "mean", false: ""}[full]; c.Loss.Recon != want {
+			t.Errorf("preset %s: loss.recon %q, want %q (40×40 deep models: the paper's α on the MSE; others: spec §4's sum)", name, c.Loss.Recon, want)
+		}
+	}
 	g, err := Sabour().Geometry()
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +56,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"magic","iters":3,"squash":"sabour"}]}`, "routing \"magic\""},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":9,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10}`, "last capsule layer has 9"},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour","init_std":-1}],"classes":10}`, "init_std -1"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10,"loss":{"m_plus":0.9,"m_minus":0.1,"lambda":0.5,"alpha":0.4,"recon":"median"}}`, "loss.recon: \"median\""},
 	} {
 		_, err := ParseConfig([]byte(tc.json), "test.json")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test.json") {
@@ -97,6 +104,73 @@ func TestInitStd(t *testing.T) {
 	q.Init(3)
 	if !slices.Equal(p.Get("caps.0.W").Buf.Data(), q.Get("caps.0.W").Buf.Data()) {
 		t.Error("same seed, different votes matrices")
+	}
+}
+
+// TestReconMean checks loss.recon "mean": the total loss weighs L_r with
+// α/pixels, and the decoder's gradients (which only the reconstruction
+// term reaches) are exactly the "sum" ones divided by the pixel count.
+func TestReconMean(t *testing.T) {
+	run := func(recon string) (*Net, float64, float64) {
+		cfg := Presets()["tiny-deep"]
+		cfg.Loss.Recon = recon
+		p, err := NewParams(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Init(4)
+		n, err := NewNet(p, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n.X.Data() {
+			n.X.Data()[i] = float32((i*13)%11) / 11
+		}
+		copy(n.Labels, []int{1, 4, 8})
+		if err := n.Forward(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		m, r, total := n.Loss()
+		if want := m + float64(cfg.Loss.ReconWeight(p.Geo.Pixels))*r; total != want {
+			t.Errorf("recon %q: total %v, want %v", recon, total, want)
+		}
+		return n, total, r
+	}
+	sum, totalSum, rSum := run("")
+	mean, totalMean, rMean := run("mean")
+	px := float64(sum.P.Geo.Pixels)
+	if rSum != rMean || totalMean >= totalSum {
+		t.Fatalf("L_r %v vs %v, totals %v (sum) vs %v (mean)", rSum, rMean, totalSum, totalMean)
+	}
+	checked := 0
+	for i, q := range sum.P.List {
+		if !strings.HasPrefix(q.Name, "dec.") {
+			continue
+		}
+		gs, gm := sum.Grads[i].Data(), mean.Grads[i].Data()
+		scale := 0.0
+		for _, v := range gs {
+			scale = max(scale, math.Abs(float64(v)))
+		}
+		for k := range gs {
+			// The seeds differ by one float32 rounding per pixel; the
+			// backward reductions then round differently and can cancel
+			// (a weight gradient sums terms of both signs), so the
+			// error is bounded relative to the tensor's largest entry,
+			// not to each entry (float32 ε·√terms ≈ 1e-6; allow 1e-5).
+			if d := math.Abs(float64(gm[k])*px - float64(gs[k])); d > 1e-5*scale {
+				t.Fatalf("%s[%d]: mean %g × %v pixels ≠ sum %g (largest %g)", q.Name, k, gm[k], px, gs[k], scale)
+			}
+			if gs[k] != 0 {
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no non-zero decoder gradient compared")
 	}
 }
 

@@ -232,9 +232,10 @@ func (n *Net) Recon() []float32 { return n.recon.Data() }
 func (n *Net) Pred() []int { return n.pred }
 
 // Loss returns the last Forward's batch-mean margin and reconstruction
-// losses and their total L_m + α·L_r (spec §4).
+// losses and their total L_m + α·L_r (spec §4; α/pixels when the config's
+// loss.recon is "mean"). recon is always the per-image sum L_r.
 func (n *Net) Loss() (margin, recon, total float64) {
-	return n.lossM, n.lossR, n.lossM + float64(n.P.Config.Loss.Alpha)*n.lossR
+	return n.lossM, n.lossR, n.lossM + float64(n.P.Config.Loss.ReconWeight(n.P.Geo.Pixels))*n.lossR
 }
 
 // Plan is this replica's memory plan (parameters excluded: they are shared).
@@ -455,6 +456,6 @@ func (n *Net) reconForward() error {
 
 // reconBackward seeds the decoder's gradient: d(α·L_r)/d recon.
 func (n *Net) reconBackward() error {
-	_, err := kernels.ReconLoss(n.P.Config.Loss.Alpha, n.Batch, n.P.Geo.Pixels, n.recon.Data(), n.X.Data(), n.dec[len(n.dec)-1].dy.Data())
+	_, err := kernels.ReconLoss(n.P.Config.Loss.ReconWeight(n.P.Geo.Pixels), n.Batch, n.P.Geo.Pixels, n.recon.Data(), n.X.Data(), n.dec[len(n.dec)-1].dy.Data())
 	return err
 }

@@ -133,6 +133,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer metricsF.Close()
 
 	res := &Result{Checkpoint: filepath.Join(o.OutDir, CheckpointName)}
+	reconW := float64(o.Model.Loss.ReconWeight(params.Geo.Pixels))
 	batch := tb.NewBatch()
 	labels := make([]int, o.Batch)
 	for epoch := startEpoch; epoch <= o.Epochs; epoch++ {
@@ -158,7 +159,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 				}
 			}
 			sumM, sumR, seen, steps = sumM+m, sumR+r, seen+o.Batch, steps+1
-			prog.update(seen, fmt.Sprintf("loss %.4f", (sumM+float64(o.Model.Loss.Alpha)*sumR)/float64(steps)))
+			prog.update(seen, fmt.Sprintf("loss %.4f", (sumM+reconW*sumR)/float64(steps)))
 			if ctx.Err() != nil {
 				break
 			}
@@ -172,7 +173,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		em := EpochMetrics{Epoch: epoch, MarginLoss: sumM / float64(max(steps, 1)), ReconLoss: sumR / float64(max(steps, 1)),
 			TrainAcc: float64(correct) / float64(max(seen, 1)), LR: lr, ImgPerSec: float64(seen) / secs, Seconds: secs,
 			Kernels: kernels.Impl(), Interrupted: interrupted}
-		em.Loss = em.MarginLoss + float64(o.Model.Loss.Alpha)*em.ReconLoss
+		em.Loss = em.MarginLoss + reconW*em.ReconLoss
 		if !interrupted {
 			if em.ValAcc, err = t.Evaluate(vb); err != nil {
 				return res, err
