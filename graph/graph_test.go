@@ -1,0 +1,183 @@
+package graph
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestArenaLayout checks that Seal binds every buffer to its own aligned,
+// non-overlapping, exactly sized slice of one allocation, and that capacity
+// is clipped so an append cannot run into the next buffer.
+func TestArenaLayout(t *testing.T) {
+	a := NewArena()
+	shapes := [][]int{{3}, {16}, {17}, {2, 5, 7}, {0}, {1}, {33, 1}}
+	kinds := []Kind{Param, Grad, Activation, ActGrad, Scratch, State, Param}
+	var bufs []*Buf
+	for i, s := range shapes {
+		bufs = append(bufs, a.Alloc(string(rune('a'+i)), kinds[i], s...))
+	}
+	if bufs[0].Data() != nil {
+		t.Fatal("Data before Seal is not nil")
+	}
+	if err := a.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Seal(); err != nil {
+		t.Fatalf("second Seal: %v", err)
+	}
+	base := uintptr(unsafe.Pointer(&a.data[0]))
+	end := 0
+	for i, b := range bufs {
+		want := 1
+		for _, s := range shapes[i] {
+			want *= s
+		}
+		if b.Len() != want || len(b.Data()) != want || cap(b.Data()) != want {
+			t.Errorf("%s: len %d, Data len %d cap %d; want %d", b.Name, b.Len(), len(b.Data()), cap(b.Data()), want)
+		}
+		if b.off%16 != 0 || b.off < end {
+			t.Errorf("%s: offset %d (previous buffer ends at %d): not 16-aligned or overlapping", b.Name, b.off, end)
+		}
+		if want > 0 {
+			if p := uintptr(unsafe.Pointer(&b.Data()[0])); p != base+uintptr(b.off)*4 {
+				t.Errorf("%s: not a view of the arena", b.Name)
+			}
+		}
+		end = b.off + want
+		if a.Buf(b.Name) != b {
+			t.Errorf("Buf(%q) is not the declared buffer", b.Name)
+		}
+	}
+	if a.Floats() < end || a.Bytes() != int64(a.Floats())*4 {
+		t.Errorf("arena %d floats, %d bytes; buffers end at %d", a.Floats(), a.Bytes(), end)
+	}
+	for i := range bufs[1].Data() {
+		bufs[1].Data()[i] = 1
+	}
+	for _, v := range bufs[0].Data() {
+		if v != 0 {
+			t.Fatal("writing one buffer changed another")
+		}
+	}
+	if a.Buf("missing") != nil {
+		t.Error("Buf of an unknown name is not nil")
+	}
+	var absent *Buf
+	if absent.Data() != nil {
+		t.Error("nil Buf has data")
+	}
+}
+
+func TestArenaErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		build func(a *Arena)
+		want  string
+	}{
+		{"duplicate", func(a *Arena) { a.Alloc("w", Param, 2); a.Alloc("w", Grad, 2) }, `"w" declared twice`},
+		{"negative", func(a *Arena) { a.Alloc("x", Activation, 4, -1) }, `"x": negative dimension`},
+		{"first error wins", func(a *Arena) { a.Alloc("x", Activation, -1); a.Alloc("x", Activation, 1) }, "negative"},
+	} {
+		a := NewArena()
+		tc.build(a)
+		if err := a.Seal(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Seal error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	a := NewArena()
+	a.Alloc("w", Param, 2)
+	if err := a.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	a.Alloc("late", Scratch, 2)
+	if err := a.Seal(); err == nil || !strings.Contains(err.Error(), `"late" allocated after`) {
+		t.Errorf("Alloc after Seal: %v", err)
+	}
+}
+
+func TestPlanAndZero(t *testing.T) {
+	a := NewArena()
+	w := a.Alloc("w", Param, 10)
+	g := a.Alloc("g", Grad, 10)
+	h := a.Alloc("h", Activation, 3, 7)
+	s := a.Alloc("s", Scratch, 100)
+	if err := a.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	p := a.Plan()
+	if p.Bytes[Param] != 40 || p.Bytes[Grad] != 40 || p.Bytes[Activation] != 84 || p.Bytes[Scratch] != 400 || p.Bytes[State] != 0 {
+		t.Errorf("plan %+v", p)
+	}
+	if p.Total != a.Bytes() || p.Total < 40+40+84+400 {
+		t.Errorf("plan total %d, arena %d bytes", p.Total, a.Bytes())
+	}
+	q := p.Add(p)
+	if q.Total != 2*p.Total || q.Bytes[Scratch] != 800 {
+		t.Errorf("Add: %+v", q)
+	}
+	str := p.String()
+	for _, want := range []string{"total 0.0 MiB", "params 0.0 MiB", "scratch 0.0 MiB"} {
+		if !strings.Contains(str, want) {
+			t.Errorf("plan string %q lacks %q", str, want)
+		}
+	}
+	if strings.Contains(str, "optimizer state") {
+		t.Errorf("plan string %q lists an empty kind", str)
+	}
+	if MiB(3<<20) != "3.0 MiB" {
+		t.Errorf("MiB(3<<20) = %q", MiB(3<<20))
+	}
+	for _, b := range []*Buf{w, g, h, s} {
+		for i := range b.Data() {
+			b.Data()[i] = 2
+		}
+	}
+	a.Zero(Grad)
+	for _, v := range g.Data() {
+		if v != 0 {
+			t.Fatal("Zero(Grad) left a gradient")
+		}
+	}
+	for _, b := range []*Buf{w, h, s} {
+		for _, v := range b.Data() {
+			if v != 2 {
+				t.Fatalf("Zero(Grad) cleared %s", b.Name)
+			}
+		}
+	}
+	if l := a.Largest(2); len(l) != 2 || l[0] != s || l[1] != h {
+		t.Errorf("Largest(2) = %v", l)
+	}
+	if Kind(99).String() != "kind(99)" || State.String() != "optimizer state" {
+		t.Errorf("kind names: %q %q", Kind(99), State)
+	}
+}
+
+func TestScheduleRun(t *testing.T) {
+	var ran []string
+	step := func(name string, err error) Step {
+		return Step{Name: name, Run: func() error { ran = append(ran, name); return err }}
+	}
+	boom := errors.New("boom")
+	s := Schedule{step("conv", nil), step("route", boom), step("decoder", nil)}
+	err := s.Run()
+	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "route: ") {
+		t.Errorf("error %v, want boom wrapped with the step name", err)
+	}
+	if strings.Join(ran, ",") != "conv,route" {
+		t.Errorf("ran %v: a schedule must stop at the first error", ran)
+	}
+	if strings.Join(s.Names(), ",") != "conv,route,decoder" {
+		t.Errorf("Names %v", s.Names())
+	}
+	ran = nil
+	if err := (Schedule{step("a", nil), step("b", nil)}).Run(); err != nil || len(ran) != 2 {
+		t.Errorf("clean schedule: %v, ran %v", err, ran)
+	}
+	s = Schedule{step("a", nil)}
+	if n := testing.AllocsPerRun(10, func() { ran = ran[:0]; _ = s.Run() }); n != 0 {
+		t.Errorf("Schedule.Run allocates %.1f times", n)
+	}
+}
