@@ -259,20 +259,41 @@ func (t *Trainer) save(dir string, epoch int) error {
 	return t.P.SaveCheckpoint(filepath.Join(dir, CheckpointName), meta)
 }
 
+// resumePaths returns the run directory and checkpoint file of a -resume
+// argument (a run directory or a checkpoint file).
+func resumePaths(path string) (dir, ck string) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return filepath.Dir(path), path
+	}
+	return path, filepath.Join(path, CheckpointName)
+}
+
+// ResumeConfig returns the model configuration stored in the checkpoint of
+// a run directory or checkpoint file, so a run can be continued without
+// naming its model again.
+func ResumeConfig(path string) (capsnet.Config, error) {
+	_, ck := resumePaths(path)
+	p, _, err := capsnet.LoadCheckpoint(ck, nil)
+	if err != nil {
+		return capsnet.Config{}, fmt.Errorf("resume: %w", err)
+	}
+	return p.Config, nil
+}
+
 // resume loads parameters and optimizer state from a run directory (or a
 // checkpoint file, whose directory holds the optimizer state) and returns
 // the next epoch.
 func (t *Trainer) resume(path string) (int, error) {
-	dir, ck := path, filepath.Join(path, CheckpointName)
-	if st, err := os.Stat(path); err == nil && !st.IsDir() {
-		dir, ck = filepath.Dir(path), path
-	}
+	dir, ck := resumePaths(path)
 	cfg := t.P.Config
 	p, meta, err := capsnet.LoadCheckpoint(ck, &cfg)
 	if err != nil {
 		return 0, fmt.Errorf("resume: %w", err)
 	}
 	if p.Config.JSON() != cfg.JSON() {
+		if p.Config.Name == cfg.Name {
+			return 0, fmt.Errorf("resume: %s holds another configuration of model %s than the one given (a changed preset or config file); resume without a model to use the checkpoint's own", ck, cfg.Name)
+		}
 		return 0, fmt.Errorf("resume: %s holds model %s, not %s", ck, p.Config.Name, cfg.Name)
 	}
 	if err := t.P.LoadTensors(p.TorchTensors(), ck); err != nil {

@@ -46,7 +46,7 @@ func run(args []string) error {
 	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis when the model takes the data's own size (Sabour's augmentation; 0 = none)")
 	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
 	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson")
-	resume := fs.String("resume", "", "continue from this run directory or checkpoint")
+	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
 	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
 	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
 	if err := fs.Parse(args); err != nil {
@@ -63,8 +63,15 @@ func run(args []string) error {
 			return fmt.Errorf("-kernels: %w", err)
 		}
 	}
-	cfg, err := capsnet.LoadConfig(*model)
-	if err != nil {
+	modelSet := false
+	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model" })
+	var cfg capsnet.Config
+	var err error
+	if *resume != "" && !modelSet { // continue with the checkpoint's own model
+		if cfg, err = train.ResumeConfig(*resume); err != nil {
+			return fmt.Errorf("-resume: %w", err)
+		}
+	} else if cfg, err = capsnet.LoadConfig(*model); err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
 	trainSet, testSet, err := train.LoadNamed(*data, *dataDir)

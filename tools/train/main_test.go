@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
 )
 
 // TestBadFlags checks that every bad flag gives an error naming it, before
@@ -51,5 +53,28 @@ func TestTinyRun(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
+	}
+	// -resume alone continues with the checkpoint's model (tiny-deep, not
+	// the default sabour-small); naming another model is refused.
+	if err := run([]string{"-resume", out, "-epochs", "2", "-batch", "200", "-out", out, "-plain"}); err != nil {
+		t.Fatalf("resume without -model: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 2 {
+		t.Errorf("after resuming for one more epoch, metrics.ndjson holds %q (%v); want 2 lines", b, err)
+	}
+	if err := run([]string{"-resume", out, "-model", "tiny-sabour", "-epochs", "3", "-batch", "200", "-out", out, "-plain"}); err == nil || !strings.Contains(err.Error(), "holds model tiny-deep") {
+		t.Errorf("resume with another -model: %v", err)
+	}
+	changed := capsnet.Presets()["tiny-deep"]
+	changed.Loss.Recon = "mean"
+	cf := filepath.Join(t.TempDir(), "tiny-deep.json")
+	if err := os.WriteFile(cf, []byte(changed.JSON()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-resume", out, "-model", cf, "-epochs", "3", "-batch", "200", "-out", out, "-plain"}); err == nil || !strings.Contains(err.Error(), "another configuration of model tiny-deep") {
+		t.Errorf("resume with a changed configuration of the same model: %v", err)
+	}
+	if err := run([]string{"-resume", filepath.Join(out, "nothing-here")}); err == nil || !strings.Contains(err.Error(), "-resume") {
+		t.Errorf("resume from a missing run: %v", err)
 	}
 }
