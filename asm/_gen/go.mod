@@ -1,0 +1,3 @@
+module github.com/capstan-ml/capstan/asm/_gen
+
+go 1.26
