@@ -4,15 +4,19 @@ package kernels
 
 import "github.com/capstan-ml/capstan/asm"
 
-// Blocking for Zen 4 (32 KiB L1d, 1 MiB L2 per core), measured with
-// BenchmarkSgemm: the kc×nr micro-panel of B stays in L1, the mc×kc block of
-// A in L2.
-var (
-	sgemmAVX2   = newSgemmBlocked(asm.SgemmKernel6x16AVX2, 6, 16, 256, 192, 512)
-	sgemmAVX512 = newSgemmBlocked(asm.SgemmKernel8x32AVX512, 8, 32, 256, 144, 512)
-)
+// sgemmArchTiles lists the generated amd64 micro-kernels (asm.SgemmTilesAMD64).
+func sgemmArchTiles() []sgemmTile {
+	ts := make([]sgemmTile, len(asm.SgemmTilesAMD64))
+	for i, t := range asm.SgemmTilesAMD64 {
+		ts[i] = sgemmTile{name: t.Name, isa: t.ISA, mr: t.MR, nr: t.NR, micro: t.Kernel}
+	}
+	return ts
+}
 
+// The sgemm of avx2 and avx512 is the blocked driver around the tile and
+// blocking that sgemmCPUTable (sgemm_tiles.go) picks for this CPU, or that
+// CAPSTAN_SGEMM_TILE forces.
 var (
-	_ = registerSgemm("avx2", sgemmAVX2)
-	_ = registerSgemm("avx512", sgemmAVX512)
+	_ = registerSgemmTile("avx2")
+	_ = registerSgemmTile("avx512")
 )

@@ -1,0 +1,13 @@
+package asm
+
+// SgemmTile describes one SGEMM micro-kernel: it computes an MR×NR tile of
+// C from packed panels, with the semantics of SgemmKernel6x16AVX2 for its
+// own MR and NR (a holds kc·MR values, a[p*MR+i]; b holds kc·NR, b[p*NR+j];
+// c at least (MR−1)·ldc+NR). Kernel checks its arguments and panics with a
+// BoundsError on a short slice or bad stride.
+type SgemmTile struct {
+	Name   string // e.g. "avx512-8x32": ISA, then MR×NR
+	ISA    string // the package kernels implementation it needs: "avx2", "avx512"
+	MR, NR int
+	Kernel func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
+}
