@@ -244,12 +244,12 @@ var sgemmTileShapes = []sgemmBenchShape{
 }
 
 // sgemmTileCandidates returns the blockings BenchmarkSgemmTiles tries for
-// tile t: kc ∈ {192, 256, 384} × mc ≈ {96, 192, 384} rows (multiples of mr)
-// with nc = 512, and the tile's default blocking.
+// tile t: kc ∈ {256, 384, 512, 768} × mc ≈ {96, 192} rows (multiples of
+// mr) with nc = 512, and the tile's default blocking first.
 func sgemmTileCandidates(t sgemmTile) []sgemmChoice {
 	cs := []sgemmChoice{sgemmDefaultBlocking(t)}
-	for _, kc := range []int{192, 256, 384} {
-		for _, mc := range []int{96, 192, 384} {
+	for _, kc := range []int{256, 384, 512, 768} {
+		for _, mc := range []int{96, 192} {
 			c := sgemmChoice{t.name, kc, max(t.mr, (mc+t.mr/2)/t.mr*t.mr), 512}
 			if c != cs[0] {
 				cs = append(cs, c)
@@ -303,5 +303,29 @@ func BenchmarkSgemmTiles(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkSgemmMicro runs each micro-kernel alone on cache-resident packed
+// panels (kc = 256, beta = 0) and reports GFLOP/s: the ceiling of the
+// blocked driver with that tile, without packing or edge tiles.
+func BenchmarkSgemmMicro(b *testing.B) {
+	const kc = 256
+	for _, t := range sgemmRunnableTiles() {
+		b.Run("tile="+t.name, func(b *testing.B) {
+			a := make([]float32, kc*t.mr)
+			bp := make([]float32, kc*t.nr)
+			c := make([]float32, t.mr*t.nr)
+			for i := range a {
+				a[i] = 1
+			}
+			for i := range bp {
+				bp[i] = 0.5
+			}
+			for b.Loop() {
+				t.micro(kc, a, bp, c, t.nr, 1, 0)
+			}
+			b.ReportMetric(2*kc*float64(t.mr*t.nr)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }
