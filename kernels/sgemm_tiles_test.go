@@ -235,11 +235,14 @@ func TestSgemmTileEnvVar(t *testing.T) {
 
 // sgemmTileShapes are the products of BenchmarkSgemmTiles: the square
 // n = 512 of the OpenBLAS comparison and three GEMMs of the Sabour model
-// (see sgemmBenchShapes).
+// (see sgemmBenchShapes): conv1 forward, one GEMM of the primary capsules'
+// forward as the convolution issues it (16 images of 36 positions, a slab
+// of 22 input channels of 9×9 taps; see docs/kernels.md) and the decoder's
+// last layer at batch 32.
 var sgemmTileShapes = []sgemmBenchShape{
 	{"n=512", false, false, 512, 512, 512},
 	{"conv1/fwd", false, false, 256, 400, 81},
-	{"primcaps/fwd", false, false, 256, 36, 20736},
+	{"primcaps/fwd-chunk", false, false, 256, 576, 22 * 81},
 	{"fc3/fwd", false, true, 32, 784, 1024},
 }
 
