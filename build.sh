@@ -117,7 +117,8 @@ cmd_benchcmp() {
 	local tmp oldname newname dir i
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/capstan-benchcmp.XXXXXX")
 	# shellcheck disable=SC2064 # expand $tmp now
-	trap "git worktree remove --force '$tmp/old' >/dev/null 2>&1; git worktree remove --force '$tmp/new' >/dev/null 2>&1; rm -rf '$tmp'" EXIT
+	# (|| true: under set -e a failing command would end the trap early)
+	trap "git worktree remove --force '$tmp/old' >/dev/null 2>&1 || true; git worktree remove --force '$tmp/new' >/dev/null 2>&1 || true; rm -rf '$tmp'; git worktree prune || true" EXIT
 	# build_rev REV SLOT: the test binary of REV as $tmp/SLOT.test, run from
 	# $tmp/SLOT/$pkg; prints the name of the revision (short hash, or
 	# worktree[-dirty] for ".").
