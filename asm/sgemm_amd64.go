@@ -68,3 +68,8 @@ func sgemmKernel16x16AVX512(kc int, a []float32, b []float32, c []float32, ldc i
 //
 //go:noescape
 func sgemmKernel24x16AVX512(kc int, a []float32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmPackA8AVX2 is the AVX2 body of SgemmPackA8AVX2: lengths are not checked.
+//
+//go:noescape
+func sgemmPackA8AVX2(kc int, a []float32, lda int, dst []float32)

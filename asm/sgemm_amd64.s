@@ -4761,3 +4761,120 @@ storebeta:
 	VMOVUPS     Z23, (R8)
 	VZEROUPPER
 	RET
+
+// func sgemmPackA8AVX2(kc int, a []float32, lda int, dst []float32)
+// Requires: AVX
+TEXT ·sgemmPackA8AVX2(SB), NOSPLIT, $0-64
+	MOVQ a_base+8(FP), SI
+	MOVQ dst_base+40(FP), BX
+	MOVQ lda+32(FP), DX
+	SHLQ $0x02, DX
+
+	// Row pointers.
+	LEAQ (SI)(DX*1), DI
+	LEAQ (DI)(DX*1), R8
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	LEAQ (R11)(DX*1), R12
+	LEAQ (R12)(DX*1), R13
+	MOVQ kc+0(FP), CX
+	SHRQ $0x03, CX
+	JZ   tail
+
+loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DI), Y1
+	VMOVUPS (R8), Y2
+	VMOVUPS (R9), Y3
+	VMOVUPS (R10), Y4
+	VMOVUPS (R11), Y5
+	VMOVUPS (R12), Y6
+	VMOVUPS (R13), Y7
+
+	// 8×8 transpose: Y8-Y15 = unpack of row pairs.
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+
+	// Y0-Y7 = four rows of one k step in each 128-bit lane.
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xee, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xee, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xee, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xee, Y15, Y13, Y7
+
+	// Join the halves: Y8-Y15 = k steps 0…7, eight rows each.
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (BX)
+	VMOVUPS    Y9, 32(BX)
+	VMOVUPS    Y10, 64(BX)
+	VMOVUPS    Y11, 96(BX)
+	VMOVUPS    Y12, 128(BX)
+	VMOVUPS    Y13, 160(BX)
+	VMOVUPS    Y14, 192(BX)
+	VMOVUPS    Y15, 224(BX)
+	ADDQ       $0x20, SI
+	ADDQ       $0x20, DI
+	ADDQ       $0x20, R8
+	ADDQ       $0x20, R9
+	ADDQ       $0x20, R10
+	ADDQ       $0x20, R11
+	ADDQ       $0x20, R12
+	ADDQ       $0x20, R13
+	ADDQ       $0x00000100, BX
+	DECQ       CX
+	JNZ        loop
+
+tail:
+	MOVQ kc+0(FP), CX
+	ANDQ $0x07, CX
+	JZ   done
+
+tailloop:
+	MOVL (SI), AX
+	MOVL AX, (BX)
+	ADDQ $0x04, SI
+	MOVL (DI), AX
+	MOVL AX, 4(BX)
+	ADDQ $0x04, DI
+	MOVL (R8), AX
+	MOVL AX, 8(BX)
+	ADDQ $0x04, R8
+	MOVL (R9), AX
+	MOVL AX, 12(BX)
+	ADDQ $0x04, R9
+	MOVL (R10), AX
+	MOVL AX, 16(BX)
+	ADDQ $0x04, R10
+	MOVL (R11), AX
+	MOVL AX, 20(BX)
+	ADDQ $0x04, R11
+	MOVL (R12), AX
+	MOVL AX, 24(BX)
+	ADDQ $0x04, R12
+	MOVL (R13), AX
+	MOVL AX, 28(BX)
+	ADDQ $0x04, R13
+	ADDQ $0x20, BX
+	DECQ CX
+	JNZ  tailloop
+
+done:
+	VZEROUPPER
+	RET

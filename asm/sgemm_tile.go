@@ -11,3 +11,15 @@ type SgemmTile struct {
 	MR, NR int
 	Kernel func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
 }
+
+// checkSgemmPackA checks the packing of rows rows of kc values each, row
+// stride lda, into dst (rows·kc values). It returns false when kc = 0.
+func checkSgemmPackA(kernel string, rows, kc int, a []float32, lda int, dst []float32) bool {
+	strides(kernel, lda)
+	if !dims(kernel, kc) {
+		return false
+	}
+	need(kernel, "a", a, (rows-1)*lda+kc-1)
+	need(kernel, "dst", dst, rows*kc-1)
+	return true
+}

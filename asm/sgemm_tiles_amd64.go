@@ -355,6 +355,16 @@ func SgemmKernel24x16AVX512(kc int, a, b, c []float32, ldc int, alpha, beta floa
 	}
 }
 
+// SgemmPackA8AVX2 packs 8 rows of a row-major matrix into one 8-row panel
+// of a micro-kernel with MR = 8: dst[p*8+i] = a[i*lda+p] for i < 8, p < kc.
+// It needs AVX2. a holds at least 7·lda+kc values, dst 8·kc; it panics
+// with a BoundsError otherwise, or if kc or lda is negative.
+func SgemmPackA8AVX2(kc int, a []float32, lda int, dst []float32) {
+	if checkSgemmPackA("SgemmPackA8AVX2", 8, kc, a, lda, dst) {
+		sgemmPackA8AVX2(kc, a, lda, dst)
+	}
+}
+
 // SgemmTilesAMD64 lists every generated amd64 SGEMM micro-kernel, the
 // AVX2 tiles first. The first tile of each ISA is the historical default
 // (6×16 AVX2, 8×32 AVX-512); package kernels picks among them per CPU.

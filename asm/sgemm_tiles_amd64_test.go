@@ -118,3 +118,40 @@ func TestSgemmTiles(t *testing.T) {
 		t.Skip("this CPU runs none of the tiles")
 	}
 }
+
+// TestSgemmPackA8 checks the 8-row packing against its Go loop for k steps
+// around the 8-step blocks, a padded row stride, and a destination with
+// guard values after the panel; then the bounds panics.
+func TestSgemmPackA8(t *testing.T) {
+	if !sgemmTileRuns("avx2") {
+		t.Skip("the CPU lacks AVX2")
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, kc := range []int{0, 1, 3, 7, 8, 9, 15, 16, 17, 64, 67} {
+		lda := kc + 5
+		a := make([]float32, 7*lda+kc)
+		for i := range a {
+			a[i] = rng.Float32()
+		}
+		dst := make([]float32, 8*kc+3)
+		for i := range dst {
+			dst[i] = -1
+		}
+		SgemmPackA8AVX2(kc, a, lda, dst[:8*kc])
+		for p := range kc {
+			for i := range 8 {
+				if got, want := dst[p*8+i], a[i*lda+p]; got != want {
+					t.Fatalf("kc=%d: dst[%d] (p=%d, row %d) = %g, want %g", kc, p*8+i, p, i, got, want)
+				}
+			}
+		}
+		for i := 8 * kc; i < len(dst); i++ {
+			if dst[i] != -1 {
+				t.Fatalf("kc=%d: dst[%d] = %g written past the panel", kc, i, dst[i])
+			}
+		}
+	}
+	mustPanic(t, "PackA8 short a", "a", func() { SgemmPackA8AVX2(5, mk(7*6+4), 6, mk(40)) })
+	mustPanic(t, "PackA8 short dst", "dst", func() { SgemmPackA8AVX2(5, mk(7*6+5), 6, mk(39)) })
+	mustPanic(t, "PackA8 negative lda", "stride", func() { SgemmPackA8AVX2(5, mk(100), -1, mk(40)) })
+}

@@ -2,7 +2,10 @@
 
 package kernels
 
-import "github.com/capstan-ml/capstan/asm"
+import (
+	"github.com/capstan-ml/capstan/asm"
+	"github.com/klauspost/cpuid/v2"
+)
 
 // sgemmArchTiles lists the generated amd64 micro-kernels (asm.SgemmTilesAMD64).
 func sgemmArchTiles() []sgemmTile {
@@ -20,3 +23,9 @@ var (
 	_ = registerSgemmTile("avx2")
 	_ = registerSgemmTile("avx512")
 )
+
+func init() {
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2) {
+		sgemmPackA8 = asm.SgemmPackA8AVX2
+	}
+}

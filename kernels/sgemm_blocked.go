@@ -200,7 +200,13 @@ func sgemmPackA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, dst []floa
 			continue
 		}
 		// op(A)(i, p) = a[i*lda+p]: row i is contiguous along p; interleave
-		// rows four (then one) at a time.
+		// rows eight at a time in SIMD (sgemm_tiles.go), else four (then one)
+		// at a time.
+		if mr == 8 && rows == 8 && sgemmPackA8 != nil {
+			off := (ic+ir)*lda + pc
+			sgemmPackA8(kc, a[off:], lda, d)
+			continue
+		}
 		i := 0
 		for ; i+4 <= rows; i += 4 {
 			off := (ic+ir+i)*lda + pc

@@ -37,6 +37,12 @@ type sgemmTile struct {
 // (empty without selectable tiles: arm64, noasm).
 var sgemmTiles = sgemmArchTiles()
 
+// sgemmPackA8 packs 8 rows of a row-major op(A) into one 8-row panel,
+// dst[p*8+i] = a[i*lda+p] for i < 8, p < kc, when the architecture file has
+// a SIMD version for this CPU (nil otherwise): sgemmPackA uses it for every
+// full panel of a tile with mr = 8. It is a copy: results do not change.
+var sgemmPackA8 func(kc int, a []float32, lda int, dst []float32)
+
 // sgemmChoice is a tile with its blocking sizes.
 type sgemmChoice struct {
 	tile       string

@@ -1,13 +1,14 @@
 // Command amd64sgemm generates Capstan's amd64 SGEMM micro-kernels with avo:
 // one function, kernel, emits the mr×nr micro-kernel for an ISA (AVX2+FMA on
 // 8-lane YMM registers, or AVX-512F on 16-lane ZMM registers), and the list
-// tiles says which (mr, nr, isa) are generated. It writes three files of
-// package asm:
+// tiles says which (mr, nr, isa) are generated. It also emits packA8, the
+// AVX2 packing of 8 rows of A for the tiles with mr = 8. It writes three
+// files of package asm:
 //
 //	-out   sgemm_amd64.s        the assembly
 //	-stubs sgemm_amd64.go       the unexported //go:noescape declarations
-//	-tiles sgemm_tiles_amd64.go the exported, bounds-checked kernels and the
-//	                            table SgemmTilesAMD64
+//	-tiles sgemm_tiles_amd64.go the exported, bounds-checked kernels, the
+//	                            table SgemmTilesAMD64 and SgemmPackA8AVX2
 //
 // It is run by go generate in asm (see asm/gen_amd64sgemm.go):
 //
@@ -282,6 +283,81 @@ func kernel(c *build.Context, t tile) error {
 	return nil
 }
 
+// packA8 emits sgemmPackA8AVX2: the packing of 8 rows of a row-major A
+// into one 8-row panel, dst[p*8+i] = a[i*lda+p] for i < 8, p < kc. Blocks
+// of 8 k steps are loaded as 8 row vectors, transposed in registers (8×8:
+// unpack, shuffle, 128-bit permute) and stored as 64 consecutive values;
+// the kc mod 8 last steps are copied one value at a time.
+func packA8(c *build.Context) {
+	c.Function("sgemmPackA8AVX2")
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr("func(kc int, a []float32, lda int, dst []float32)")
+	c.Pragma("noescape")
+	c.Doc("sgemmPackA8AVX2 is the AVX2 body of SgemmPackA8AVX2: lengths are not checked.")
+	ap, dst, n, lda, tmp := reg.RSI, reg.RBX, reg.RCX, reg.RDX, reg.EAX
+	rows := []reg.Register{reg.RSI, reg.RDI, reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13}
+	c.Load(c.Param("a").Base(), ap)
+	c.Load(c.Param("dst").Base(), dst)
+	c.Load(c.Param("lda"), lda)
+	c.SHLQ(operand.U8(2), lda)
+	c.Comment("Row pointers.")
+	for i := 1; i < 8; i++ {
+		c.LEAQ(operand.Mem{Base: rows[i-1], Index: lda, Scale: 1}, rows[i])
+	}
+	c.Load(c.Param("kc"), n)
+	c.SHRQ(operand.U8(3), n)
+	c.JZ(operand.LabelRef("tail"))
+	y := func(i int) reg.VecPhysical { return avx2.vec(i) }
+	c.Label("loop")
+	for i, r := range rows {
+		c.VMOVUPS(mem(r, 0), y(i)) // row i, k steps p…p+7
+	}
+	c.Comment("8×8 transpose: Y8-Y15 = unpack of row pairs.")
+	for j := 0; j < 4; j++ {
+		c.VUNPCKLPS(y(2*j+1), y(2*j), y(8+2*j))   // r0[0] r1[0] r0[1] r1[1] | r0[4] …
+		c.VUNPCKHPS(y(2*j+1), y(2*j), y(8+2*j+1)) // r0[2] r1[2] r0[3] r1[3] | r0[6] …
+	}
+	c.Comment("Y0-Y7 = four rows of one k step in each 128-bit lane.")
+	for h := 0; h < 2; h++ { // rows 0-3, then 4-7
+		t := 8 + 4*h
+		c.VSHUFPS(operand.U8(0x44), y(t+2), y(t), y(4*h+0))   // k 0 | k 4
+		c.VSHUFPS(operand.U8(0xee), y(t+2), y(t), y(4*h+1))   // k 1 | k 5
+		c.VSHUFPS(operand.U8(0x44), y(t+3), y(t+1), y(4*h+2)) // k 2 | k 6
+		c.VSHUFPS(operand.U8(0xee), y(t+3), y(t+1), y(4*h+3)) // k 3 | k 7
+	}
+	c.Comment("Join the halves: Y8-Y15 = k steps 0…7, eight rows each.")
+	for q := 0; q < 4; q++ {
+		c.VPERM2F128(operand.U8(0x20), y(4+q), y(q), y(8+q))
+		c.VPERM2F128(operand.U8(0x31), y(4+q), y(q), y(12+q))
+	}
+	for q := 0; q < 8; q++ {
+		c.VMOVUPS(y(8+q), mem(dst, 32*q))
+	}
+	for _, r := range rows {
+		c.ADDQ(operand.U8(32), r)
+	}
+	c.ADDQ(operand.U32(256), dst)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("loop"))
+
+	c.Label("tail")
+	c.Load(c.Param("kc"), n)
+	c.ANDQ(operand.U8(7), n)
+	c.JZ(operand.LabelRef("done"))
+	c.Label("tailloop")
+	for i, r := range rows {
+		c.MOVL(mem(r, 0), tmp)
+		c.MOVL(tmp, mem(dst, 4*i))
+		c.ADDQ(operand.U8(4), r)
+	}
+	c.ADDQ(operand.U8(32), dst)
+	c.DECQ(n)
+	c.JNZ(operand.LabelRef("tailloop"))
+	c.Label("done")
+	c.VZEROUPPER()
+	c.RET()
+}
+
 func main() {
 	// avo's build package registers its own flags on flag.CommandLine.
 	fs := flag.NewFlagSet("amd64sgemm", flag.ExitOnError)
@@ -309,6 +385,7 @@ func run(out, stubs, tilesOut string) error {
 			return err
 		}
 	}
+	packA8(c)
 	f, err := c.Result()
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
@@ -366,6 +443,13 @@ func tilesFile(cfg printer.Config) ([]byte, error) {
 		p("\tif checkSgemmKernel(%q, %d, %d, kc, a, b, c, ldc) {\n", t.name(), mr, nr)
 		p("\t\t%s(kc, a, b, c, ldc, alpha, beta)\n\t}\n}\n", t.asmName())
 	}
+	p("\n// SgemmPackA8AVX2 packs 8 rows of a row-major matrix into one 8-row panel\n")
+	p("// of a micro-kernel with MR = 8: dst[p*8+i] = a[i*lda+p] for i < 8, p < kc.\n")
+	p("// It needs AVX2. a holds at least 7·lda+kc values, dst 8·kc; it panics\n")
+	p("// with a BoundsError otherwise, or if kc or lda is negative.\n")
+	p("func SgemmPackA8AVX2(kc int, a []float32, lda int, dst []float32) {\n")
+	p("\tif checkSgemmPackA(\"SgemmPackA8AVX2\", 8, kc, a, lda, dst) {\n")
+	p("\t\tsgemmPackA8AVX2(kc, a, lda, dst)\n\t}\n}\n")
 	p("\n// SgemmTilesAMD64 lists every generated amd64 SGEMM micro-kernel, the\n")
 	p("// AVX2 tiles first. The first tile of each ISA is the historical default\n")
 	p("// (6×16 AVX2, 8×32 AVX-512); package kernels picks among them per CPU.\n")
