@@ -80,9 +80,9 @@ type sgemmCPU struct {
 // other CPU.
 var sgemmCPUTable = []sgemmCPU{
 	// Intel Xeon reporting family 6 model 167 (AVX-512 with FP16, 48 KiB
-	// L1d, 2 MiB L2 per core): 8×48 beats 8×32 by 2-6 % on n = 512 and the
-	// model's GEMMs; 4×24 beats 6×16 by 5-6 % on the primary capsules and
-	// the decoder and ties on n = 512 (docs/sgemm-tiles.md).
+	// L1d, 2 MiB L2 per core): 8×48 beats 8×32 by 4-7 % on the model's
+	// GEMMs and ties on n = 512; 4×24 beats 6×16 by 1.5-6 % on every shape
+	// measured (docs/sgemm-tiles.md).
 	{cpuid.Intel, 6, 167, "avx512", sgemmChoice{"avx512-8x48", 512, 96, 512}},
 	{cpuid.Intel, 6, 167, "avx2", sgemmChoice{"avx2-4x24", 256, 192, 512}},
 	// The historical tiles and blocking, measured on Zen 4.
