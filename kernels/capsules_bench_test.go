@@ -19,24 +19,13 @@ var capsBenchShapes = []struct {
 	{"deep-16x10", RoutingShape{Batch: 128, NIn: 16, NOut: 10, D: 8, Iters: 10, Squash: SquashMazzia}, 8},
 }
 
-// capsBenchEachImpl runs f as sub-benchmarks shape/impl=name for every
-// available implementation, ref included.
-func capsBenchEachImpl(b *testing.B, f func(b *testing.B, sh RoutingShape, dIn int)) {
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			b.Fatal(err)
-		}
-	}()
+// capsBenchEach runs f as the sub-benchmarks shape/impl=name of every
+// benchmark shape and available implementation, ref included.
+func capsBenchEach(b *testing.B, f func(b *testing.B, sh RoutingShape, dIn int)) {
 	for _, s := range capsBenchShapes {
-		for _, name := range Available() {
-			b.Run(s.name+"/impl="+name, func(b *testing.B) {
-				if err := Use(name); err != nil {
-					b.Fatal(err)
-				}
-				f(b, s.sh, s.dIn)
-			})
-		}
+		b.Run(s.name, func(b *testing.B) {
+			forEachImpl(b, func(b *testing.B, _ string) { f(b, s.sh, s.dIn) })
+		})
 	}
 }
 
@@ -90,7 +79,7 @@ func capsReport(b *testing.B, flops float64) {
 }
 
 func BenchmarkVotesForward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+	capsBenchEach(b, func(b *testing.B, sh RoutingShape, dIn int) {
 		d := newCapsBenchData(sh, dIn)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -103,7 +92,7 @@ func BenchmarkVotesForward(b *testing.B) {
 }
 
 func BenchmarkVotesBackward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+	capsBenchEach(b, func(b *testing.B, sh RoutingShape, dIn int) {
 		d := newCapsBenchData(sh, dIn)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -116,7 +105,7 @@ func BenchmarkVotesBackward(b *testing.B) {
 }
 
 func BenchmarkRoutingForward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+	capsBenchEach(b, func(b *testing.B, sh RoutingShape, dIn int) {
 		d := newCapsBenchData(sh, dIn)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -129,7 +118,7 @@ func BenchmarkRoutingForward(b *testing.B) {
 }
 
 func BenchmarkRoutingBackward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+	capsBenchEach(b, func(b *testing.B, sh RoutingShape, dIn int) {
 		d := newCapsBenchData(sh, dIn)
 		if err := RoutingForward(sh, d.v, d.c, d.uhat, d.prior, d.wk); err != nil {
 			b.Fatal(err)

@@ -15,24 +15,6 @@ const capsU32 = 1.0 / (1 << 24)
 
 func capsSmall() bool { return runtime.GOARCH == "arm64" || testing.Short() }
 
-// capsEachImpl runs f once per available implementation, restoring the
-// implementation in use afterwards.
-func capsEachImpl(t *testing.T, f func(t *testing.T)) {
-	t.Helper()
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	for _, name := range Available() {
-		if err := Use(name); err != nil {
-			t.Fatal(err)
-		}
-		t.Run("impl="+name, f)
-	}
-}
-
 // capsBuf returns n floats starting at offset off of a larger allocation
 // (so that kernels see unaligned slices), with its capacity limited to n.
 func capsBuf(n, off int) []float32 {
@@ -168,7 +150,7 @@ func capsVotesCase(rng *rand.Rand, sh VotesShape) (float64, error) {
 }
 
 func TestVotesVsRef(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewSource(1))
 		worst := 0.0
 		// NIn = 300 is run with blocking forced on (votesWholeBytes = 0 and
@@ -345,7 +327,7 @@ func capsRoutingCheck(rng *rand.Rand, in capsRoutingInputs) (float64, error) {
 }
 
 func TestRoutingVsRef(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewSource(2))
 		worst, n, blocked := 0.0, 0, 0
 		// Some cases force blocks of 16 input capsules (routingWholeBytes =
@@ -574,7 +556,7 @@ func TestCapsOracle(t *testing.T) {
 			return x
 		}
 		t.Run(m.name, func(t *testing.T) {
-			capsEachImpl(t, func(t *testing.T) {
+			forEachImpl(t, func(t *testing.T, _ string) {
 				var chained []float32 // our own output of the previous layer, (B, d, n)
 				worst, worstChain := 0.0, 0.0
 				for k := 1; k <= m.layers; k++ {
@@ -662,7 +644,7 @@ func TestCapsOracle(t *testing.T) {
 // first iteration, and every output of its sample through the agreement
 // update; other samples are unaffected.
 func TestRoutingNaN(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		for _, iters := range []int{1, 3} {
 			rng := rand.New(rand.NewSource(5))
 			sh := RoutingShape{Batch: 2, NIn: 9, NOut: 4, D: 3, Iters: iters, Squash: SquashMazzia}
@@ -836,7 +818,7 @@ func TestCapsConverters(t *testing.T) {
 }
 
 func TestCapsNoAlloc(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewSource(6))
 		// NOut·DOut·NIn·4 = 8 KiB: the dW sum is split by votesGroup.
 		vs := VotesShape{Batch: 9, NIn: 256, NOut: 2, DIn: 4, DOut: 4}

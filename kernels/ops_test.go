@@ -57,25 +57,6 @@ func opsShapes() [][2]int {
 	return out
 }
 
-// forEachImpl runs f as a subtest for every available implementation, with
-// that implementation selected, and restores the previous one afterwards.
-func forEachImpl(t *testing.T, f func(t *testing.T, o *ops)) {
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	for _, name := range Available() {
-		t.Run("impl="+name, func(t *testing.T) {
-			if err := Use(name); err != nil {
-				t.Fatal(err)
-			}
-			f(t, cur)
-		})
-	}
-}
-
 // guardBits is a quiet NaN with a payload, written around and between the
 // data of every test buffer: reading it poisons a result, and writing over
 // it is detected.
@@ -496,7 +477,8 @@ var opsChecks = []struct {
 // the reference over the shape sweep.
 func TestOps(t *testing.T) {
 	shapes := opsShapes()
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		for _, ck := range opsChecks {
 			t.Run(ck.name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(1, 2))
@@ -641,7 +623,8 @@ func TestOpsCheckersDetectBugs(t *testing.T) {
 
 // TestOpsNoAlloc checks that no primitive of any implementation allocates.
 func TestOpsNoAlloc(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		const m, n = 16, 37
 		rng := rand.New(rand.NewPCG(5, 6))
 		mk := func(k int) []float32 {
@@ -922,7 +905,8 @@ var opsGroupChecks = []struct {
 // TestOpsGroups compares the grouped primitives of every available
 // implementation with the reference over the grouped sweep.
 func TestOpsGroups(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		for _, ck := range opsGroupChecks {
 			t.Run(ck.name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(7, 8))
@@ -1094,7 +1078,8 @@ func mulAddRowsBatchSweep(rng *rand.Rand, check func(nb, k, n, gap int) error) e
 // implementation that has one with the reference.
 func TestOpsMulAddRowsBatch(t *testing.T) {
 	tested := 0
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		if o.mulAddRowsBatch == nil || o.mulAddRowsBatchSet == nil {
 			if o.mulAddRowsBatch != nil || o.mulAddRowsBatchSet != nil {
 				t.Fatal("mulAddRowsBatch and mulAddRowsBatchSet must be both nil or both set")
@@ -1171,7 +1156,8 @@ func TestOpsMulAddRowsBatchCheckerDetectsBugs(t *testing.T) {
 // TestOpsMulAddRowsBatchNoAlloc checks that the batched kernels do not
 // allocate.
 func TestOpsMulAddRowsBatchNoAlloc(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		if o.mulAddRowsBatch == nil {
 			t.Skip("no mulAddRowsBatch")
 		}
