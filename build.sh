@@ -51,7 +51,7 @@ check_generated() (
 		exit 0
 	fi
 	root=$PWD
-	bad=$({ git grep -l '^//go:generate ' -- '*.go' || true; } | while IFS= read -r f; do
+	bad=$({ git grep -l --untracked '^//go:generate ' -- '*.go' || true; } | while IFS= read -r f; do
 		case "$f" in
 		*_amd64.go | *_arm64.go | *_amd64_test.go | *_arm64_test.go) echo "$f" ;;
 		*) if grep -q '^//go:build ' "$f"; then echo "$f"; fi ;;
@@ -75,7 +75,9 @@ check_generated() (
 	if [ -n "$changed" ]; then
 		{
 			echo "build.sh: go generate ./... changes these files (generated code out of date, or a generated file edited by hand):"
-			printf '  %s\n' $changed
+			for f in $changed; do
+				if [ ! -f "$root/$f" ]; then echo "  $f (new)"; elif [ ! -f "$tmp/tree/$f" ]; then echo "  $f (deleted)"; else echo "  $f"; fi
+			done
 			for f in $changed; do
 				diff -u "$root/$f" "$tmp/tree/$f" 2>/dev/null | head -n 12 || true
 			done
