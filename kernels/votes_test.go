@@ -346,40 +346,36 @@ func TestVotesBatchedGroups(t *testing.T) {
 	}
 	prevWhole, prevBlock := votesWholeBytes, votesBlockBytes
 	defer func() { votesWholeBytes, votesBlockBytes = prevWhole, prevBlock }()
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	rng := randv2.New(randv2.NewPCG(11, 12))
-	for _, blocked := range []bool{false, true} {
-		votesWholeBytes, votesBlockBytes = prevWhole, prevBlock
-		if blocked {
-			votesWholeBytes, votesBlockBytes = 0, 0
-		}
-		for _, sh := range shapes {
-			gen := func(n int) []float32 {
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = uni(rng)
+	// Every implementation sees the same data (the generator restarts) and
+	// is compared with impl=ref run on it just before.
+	forEachImpl(t, func(t *testing.T, name string) {
+		rng := randv2.New(randv2.NewPCG(11, 12))
+		for _, blocked := range []bool{false, true} {
+			votesWholeBytes, votesBlockBytes = prevWhole, prevBlock
+			if blocked {
+				votesWholeBytes, votesBlockBytes = 0, 0
+			}
+			for _, sh := range shapes {
+				gen := func(n int) []float32 {
+					v := make([]float32, n)
+					for i := range v {
+						v[i] = uni(rng)
+					}
+					return v
 				}
-				return v
-			}
-			w, u := gen(sh.NOut*sh.DOut*sh.DIn*sh.NIn), gen(sh.Batch*sh.DIn*sh.NIn)
-			duhat, dw0 := gen(sh.Batch*sh.NOut*sh.DOut*sh.NIn), gen(len(w))
-			if err := Use("ref"); err != nil {
-				t.Fatal(err)
-			}
-			want, err := run(sh, w, u, duhat, dw0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mag, err := run(sh, abs(w), abs(u), abs(duhat), abs(dw0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range Available() {
+				w, u := gen(sh.NOut*sh.DOut*sh.DIn*sh.NIn), gen(sh.Batch*sh.DIn*sh.NIn)
+				duhat, dw0 := gen(sh.Batch*sh.NOut*sh.DOut*sh.NIn), gen(len(w))
+				if err := Use("ref"); err != nil {
+					t.Fatal(err)
+				}
+				want, err := run(sh, w, u, duhat, dw0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mag, err := run(sh, abs(w), abs(u), abs(duhat), abs(dw0))
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := Use(name); err != nil {
 					t.Fatal(err)
 				}
@@ -405,5 +401,5 @@ func TestVotesBatchedGroups(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
