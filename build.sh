@@ -45,12 +45,63 @@ cmd_build() {
 	go vet ./...
 }
 
+# check_generated fails when go generate ./... would change the tree: it
+# copies the tracked files plus the uncommitted and untracked ones (not the
+# ignored) to a temporary directory, runs go generate ./... there, and
+# compares every file with the original, so that generated code is always
+# committed exactly as its generator writes it. go generate only reads the
+# files of the host's build context, so //go:generate directives must sit in
+# files without a GOOS/GOARCH suffix or build constraint (asm/gen_*.go).
+check_generated() (
+	if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		say "SKIPPED go generate check: not a git checkout"
+		exit 0
+	fi
+	root=$PWD
+	bad=$({ git grep -l --untracked '^//go:generate ' -- '*.go' || true; } | while IFS= read -r f; do
+		case "$f" in
+		*_amd64.go | *_arm64.go | *_amd64_test.go | *_arm64_test.go) echo "$f" ;;
+		*) if grep -q '^//go:build ' "$f"; then echo "$f"; fi ;;
+		esac
+	done)
+	[ -z "$bad" ] || die "//go:generate in files that go generate skips on some hosts (GOARCH suffix or //go:build): $bad"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/capstan-generate.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir "$tmp/tree"
+	git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do
+		if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+	done | tar --null -T - -cf - | tar -xf - -C "$tmp/tree"
+	(cd "$tmp/tree" && find . -type f) >"$tmp/files"
+	if ! out=$(cd "$tmp/tree" && go generate ./... 2>&1); then
+		printf '%s\n' "$out" >&2
+		die "go generate ./... failed (run on a copy of the tree)"
+	fi
+	changed=$(cd "$tmp/tree" && { find . -type f; cat "$tmp/files"; } | sed 's|^\./||' | sort -u | while IFS= read -r f; do
+		if [ ! -f "$f" ] || [ ! -f "$root/$f" ] || ! cmp -s "$f" "$root/$f"; then echo "$f"; fi
+	done)
+	if [ -n "$changed" ]; then
+		{
+			echo "build.sh: go generate ./... changes these files (generated code out of date, or a generated file edited by hand):"
+			for f in $changed; do
+				if [ ! -f "$root/$f" ]; then echo "  $f (new)"; elif [ ! -f "$tmp/tree/$f" ]; then echo "  $f (deleted)"; else echo "  $f"; fi
+			done
+			for f in $changed; do
+				diff -u "$root/$f" "$tmp/tree/$f" 2>/dev/null | head -n 12 || true
+			done
+			echo "regenerate with: go generate ./... && git add" $changed
+		} >&2
+		exit 1
+	fi
+)
+
 cmd_test() {
 	need_go
 	say "gofmt"
 	local unformatted
 	unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 	[ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
+	say "go generate ./... leaves the tree unchanged"
+	check_generated
 	say "go vet (amd64, arm64, noasm)"
 	GOARCH=amd64 go vet ./...
 	GOARCH=arm64 go vet ./...

@@ -25,8 +25,6 @@ var convBenchShapes = []struct {
 // of every benchmark shape on every implementation. The reference GEMM is
 // skipped with -short (a primary-capsules pass takes seconds on it).
 func benchConv(b *testing.B, pass int) {
-	prev := Impl()
-	defer func() { _ = Use(prev) }()
 	for _, bs := range convBenchShapes {
 		s := bs.s
 		rng := rand.New(rand.NewPCG(1, 1))
@@ -34,13 +32,10 @@ func benchConv(b *testing.B, pass int) {
 		y := convRand(rng, s.YLen(), 0)
 		dx, dw, db := make([]float32, s.XLen()), make([]float32, s.WLen()), make([]float32, s.OutC)
 		work := make([]float32, s.WorkSize())
-		for _, impl := range Available() {
-			if impl == "ref" && testing.Short() && !s.convDirect() {
-				continue
-			}
-			b.Run(bs.name+"/impl="+impl, func(b *testing.B) {
-				if err := Use(impl); err != nil {
-					b.Fatal(err)
+		b.Run(bs.name, func(b *testing.B) {
+			forEachImpl(b, func(b *testing.B, impl string) {
+				if impl == "ref" && testing.Short() && !s.convDirect() {
+					b.Skip("reference GEMM skipped with -short")
 				}
 				b.ReportAllocs()
 				var err error
@@ -59,7 +54,7 @@ func benchConv(b *testing.B, pass int) {
 				}
 				b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
-		}
+		})
 	}
 }
 

@@ -12,24 +12,6 @@ import (
 // convEps32 is the float32 machine epsilon 2⁻²³.
 const convEps32 = 1.0 / (1 << 23)
 
-// convEachImpl runs f once per available implementation, selected with Use,
-// and restores the previous implementation afterwards.
-func convEachImpl(t *testing.T, f func(t *testing.T)) {
-	t.Helper()
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	for _, name := range Available() {
-		if err := Use(name); err != nil {
-			t.Fatal(err)
-		}
-		t.Run("impl="+name, f)
-	}
-}
-
 // convRand returns n uniform values in [-1, 1) starting at offset off of a
 // larger backing array (to exercise unaligned starts).
 func convRand(rng *rand.Rand, n, off int) []float32 {
@@ -147,7 +129,7 @@ func TestConvVsRef(t *testing.T) {
 
 func testConvVsRef(t *testing.T) {
 	shapes := convTestShapes()
-	convEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewPCG(3, 4))
 		for si, s := range shapes {
 			off := si % 4
@@ -401,7 +383,7 @@ func TestConvAllocs(t *testing.T) {
 		fixedConvShapes[2], // GEMM, chunked, groups
 		{Batch: 1, InC: 3, InH: 8, InW: 8, OutC: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1},
 	}
-	convEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		for _, s := range shapes {
 			x, w, b := convRand(rng, s.XLen(), 0), convRand(rng, s.WLen(), 0), convRand(rng, s.OutC, 0)

@@ -9,6 +9,31 @@ import (
 	"testing"
 )
 
+// forEachImpl is the one per-implementation harness of the package's tests
+// and benchmarks: it runs f as the subtest (or sub-benchmark) "impl=name"
+// for every available implementation, with that implementation selected
+// by Use, and restores the implementation in use before it afterwards.
+func forEachImpl[T interface {
+	testing.TB
+	Run(name string, f func(T)) bool
+}](t T, f func(t T, impl string)) {
+	t.Helper()
+	prev := Impl()
+	defer func() {
+		if err := Use(prev); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for _, name := range Available() {
+		t.Run("impl="+name, func(t T) {
+			if err := Use(name); err != nil {
+				t.Fatal(err)
+			}
+			f(t, name)
+		})
+	}
+}
+
 // TestDispatchChoosesBest checks the default is the best implementation
 // this CPU and build have: the last of Available (which lists ref first).
 func TestDispatchChoosesBest(t *testing.T) {

@@ -78,7 +78,7 @@ func nnScalar(l float32, err error) []float64 {
 }
 
 func TestSquashForwardBackwardFD(t *testing.T) {
-	convEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewPCG(11, 12))
 		for _, kind := range []Squash{SquashMazzia, SquashSabour} {
 			for _, sh := range [][3]int{{1, 1, 1}, {2, 3, 5}, {3, 8, 17}, {1, 16, 10}, {2, 5, 3}} {

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -72,16 +71,11 @@ func BenchmarkSgemm(b *testing.B) {
 		report := func(b *testing.B) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		}
-		for _, name := range Available() {
-			if name == "ref" && flops > 2*256*256*256 {
-				continue
-			}
-			b.Run(fmt.Sprintf("%s/impl=%s", s.name, name), func(b *testing.B) {
-				prev := Impl()
-				if err := Use(name); err != nil {
-					b.Fatal(err)
+		b.Run(s.name, func(b *testing.B) {
+			forEachImpl(b, func(b *testing.B, name string) {
+				if name == "ref" && flops > 2*256*256*256 {
+					b.Skip("reference loops skipped on large shapes")
 				}
-				defer Use(prev) //nolint:errcheck // prev was in use
 				// Warm-up call outside the timed loop: it may allocate the
 				// packing buffers once.
 				if err := Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, a, ac, bm, bc, 0, c, s.n); err != nil {
@@ -95,25 +89,25 @@ func BenchmarkSgemm(b *testing.B) {
 				}
 				report(b)
 			})
-		}
-		if flops > 2e9 {
-			continue // gonum takes seconds per call here
-		}
-		b.Run(fmt.Sprintf("%s/impl=gonum", s.name), func(b *testing.B) {
-			tr := func(t bool) blas.Transpose {
-				if t {
-					return blas.Trans
+			if flops > 2e9 {
+				return // gonum takes seconds per call here
+			}
+			b.Run("impl=gonum", func(b *testing.B) {
+				tr := func(t bool) blas.Transpose {
+					if t {
+						return blas.Trans
+					}
+					return blas.NoTrans
 				}
-				return blas.NoTrans
-			}
-			ga := blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: a}
-			gb := blas32.General{Rows: br, Cols: bc, Stride: bc, Data: bm}
-			gc := blas32.General{Rows: s.m, Cols: s.n, Stride: s.n, Data: c}
-			b.ReportAllocs()
-			for b.Loop() {
-				blas32.Gemm(tr(s.transA), tr(s.transB), 1, ga, gb, 0, gc)
-			}
-			report(b)
+				ga := blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: a}
+				gb := blas32.General{Rows: br, Cols: bc, Stride: bc, Data: bm}
+				gc := blas32.General{Rows: s.m, Cols: s.n, Stride: s.n, Data: c}
+				b.ReportAllocs()
+				for b.Loop() {
+					blas32.Gemm(tr(s.transA), tr(s.transB), 1, ga, gb, 0, gc)
+				}
+				report(b)
+			})
 		})
 	}
 }

@@ -143,22 +143,6 @@ func sgemmRunCase(t *testing.T, rng *rand.Rand, name string, sgemm func(transA, 
 	}
 }
 
-// sgemmWithImpl runs f with implementation name selected, restoring the
-// previous one afterwards.
-func sgemmWithImpl(t *testing.T, name string, f func()) {
-	t.Helper()
-	prev := Impl()
-	if err := Use(name); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	f()
-}
-
 var sgemmSizes = []int{0, 1, 2, 3, 5, 7, 15, 16, 17, 31, 33, 63, 65}
 
 // sgemmRandomCase draws a case from the size list with random flags,
@@ -201,24 +185,20 @@ func sgemmShapes(rng *rand.Rand) [][3]int {
 
 // TestSgemm checks every available implementation against sgemmRef.
 func TestSgemm(t *testing.T) {
-	for _, name := range Available() {
-		t.Run("impl="+name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, 2))
-			sgemmWithImpl(t, name, func() {
-				for _, s := range sgemmShapes(rng) {
-					sgemmRunCase(t, rng, name, Sgemm, sgemmRandomCase(rng, s[0], s[1], s[2]))
-				}
-				// All four transpose combinations on one shape with tails.
-				for _, ta := range []bool{false, true} {
-					for _, tb := range []bool{false, true} {
-						tc := sgemmRandomCase(rng, 37, 45, 70)
-						tc.transA, tc.transB = ta, tb
-						sgemmRunCase(t, rng, name, Sgemm, tc)
-					}
-				}
-			})
-		})
-	}
+	forEachImpl(t, func(t *testing.T, name string) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for _, s := range sgemmShapes(rng) {
+			sgemmRunCase(t, rng, name, Sgemm, sgemmRandomCase(rng, s[0], s[1], s[2]))
+		}
+		// All four transpose combinations on one shape with tails.
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				tc := sgemmRandomCase(rng, 37, 45, 70)
+				tc.transA, tc.transB = ta, tb
+				sgemmRunCase(t, rng, name, Sgemm, tc)
+			}
+		}
+	})
 }
 
 // TestSgemmBlockedSmallBlocks runs every registered micro-kernel (and the
@@ -285,71 +265,67 @@ func TestSgemmCompareCanFail(t *testing.T) {
 // k = 0 gives beta·C.
 func TestSgemmSpecialValues(t *testing.T) {
 	nan := float32(math.NaN())
-	for _, name := range Available() {
-		t.Run("impl="+name, func(t *testing.T) {
-			sgemmWithImpl(t, name, func() {
-				rng := rand.New(rand.NewPCG(7, 8))
-				for _, sz := range [][3]int{{3, 5, 4}, {37, 45, 70}, {64, 64, 300}} {
-					m, n, k := sz[0], sz[1], sz[2]
-					for _, tr := range [][2]bool{{false, false}, {true, true}} {
-						tc := sgemmCase{transA: tr[0], transB: tr[1], m: m, n: n, k: k, alpha: 1.5}
-						a, lda, b, ldb, c, ldc := sgemmOperands(rng, tc)
-						// beta = 0: C full of NaN must be overwritten.
-						for i := range c {
-							c[i] = nan
-						}
-						if err := Sgemm(tc.transA, tc.transB, m, n, k, 1.5, a, lda, b, ldb, 0, c, ldc); err != nil {
-							t.Fatal(err)
-						}
-						for i := range c {
-							if isNaN32(c[i]) {
-								t.Fatalf("%dx%dx%d beta=0: NaN of C propagated to C[%d]", m, n, k, i)
-							}
-						}
-						// NaN in A at row r: row r of C is NaN, the others are not.
-						r := m / 2
-						if tc.transA {
-							a[(k/2)*lda+r] = nan
-						} else {
-							a[r*lda+k/2] = nan
-						}
-						if err := Sgemm(tc.transA, tc.transB, m, n, k, 1, a, lda, b, ldb, 0.5, c, ldc); err != nil {
-							t.Fatal(err)
-						}
-						for i := 0; i < m; i++ {
-							for j := 0; j < n; j++ {
-								if isNaN32(c[i*ldc+j]) != (i == r) {
-									t.Fatalf("%dx%dx%d NaN in A row %d: C[%d,%d] = %g", m, n, k, r, i, j, c[i*ldc+j])
-								}
-							}
-						}
+	forEachImpl(t, func(t *testing.T, name string) {
+		rng := rand.New(rand.NewPCG(7, 8))
+		for _, sz := range [][3]int{{3, 5, 4}, {37, 45, 70}, {64, 64, 300}} {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, tr := range [][2]bool{{false, false}, {true, true}} {
+				tc := sgemmCase{transA: tr[0], transB: tr[1], m: m, n: n, k: k, alpha: 1.5}
+				a, lda, b, ldb, c, ldc := sgemmOperands(rng, tc)
+				// beta = 0: C full of NaN must be overwritten.
+				for i := range c {
+					c[i] = nan
+				}
+				if err := Sgemm(tc.transA, tc.transB, m, n, k, 1.5, a, lda, b, ldb, 0, c, ldc); err != nil {
+					t.Fatal(err)
+				}
+				for i := range c {
+					if isNaN32(c[i]) {
+						t.Fatalf("%dx%dx%d beta=0: NaN of C propagated to C[%d]", m, n, k, i)
 					}
-					// k = 0: C = beta·C, and C = 0 for beta = 0 even over NaN.
-					c := make([]float32, m*n)
-					for i := range c {
-						c[i] = float32(i%7) - 3
-					}
-					if err := Sgemm(false, false, m, n, 0, 1, nil, 1, nil, n, 0.5, c, n); err != nil {
-						t.Fatal(err)
-					}
-					for i := range c {
-						if want := 0.5 * (float32(i%7) - 3); c[i] != want {
-							t.Fatalf("k=0: C[%d] = %g, want %g", i, c[i], want)
-						}
-					}
-					c[0] = nan
-					if err := Sgemm(true, true, m, n, 0, 1, nil, m, nil, 1, 0, c, n); err != nil {
-						t.Fatal(err)
-					}
-					for i := range c {
-						if c[i] != 0 {
-							t.Fatalf("k=0 beta=0: C[%d] = %g, want 0", i, c[i])
+				}
+				// NaN in A at row r: row r of C is NaN, the others are not.
+				r := m / 2
+				if tc.transA {
+					a[(k/2)*lda+r] = nan
+				} else {
+					a[r*lda+k/2] = nan
+				}
+				if err := Sgemm(tc.transA, tc.transB, m, n, k, 1, a, lda, b, ldb, 0.5, c, ldc); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						if isNaN32(c[i*ldc+j]) != (i == r) {
+							t.Fatalf("%dx%dx%d NaN in A row %d: C[%d,%d] = %g", m, n, k, r, i, j, c[i*ldc+j])
 						}
 					}
 				}
-			})
-		})
-	}
+			}
+			// k = 0: C = beta·C, and C = 0 for beta = 0 even over NaN.
+			c := make([]float32, m*n)
+			for i := range c {
+				c[i] = float32(i%7) - 3
+			}
+			if err := Sgemm(false, false, m, n, 0, 1, nil, 1, nil, n, 0.5, c, n); err != nil {
+				t.Fatal(err)
+			}
+			for i := range c {
+				if want := 0.5 * (float32(i%7) - 3); c[i] != want {
+					t.Fatalf("k=0: C[%d] = %g, want %g", i, c[i], want)
+				}
+			}
+			c[0] = nan
+			if err := Sgemm(true, true, m, n, 0, 1, nil, m, nil, 1, 0, c, n); err != nil {
+				t.Fatal(err)
+			}
+			for i := range c {
+				if c[i] != 0 {
+					t.Fatalf("k=0 beta=0: C[%d] = %g, want 0", i, c[i])
+				}
+			}
+		}
+	})
 }
 
 // TestSgemmBadArgs checks that invalid arguments return an error and do
@@ -384,26 +360,24 @@ func TestSgemmBadArgs(t *testing.T) {
 		{"empty all", true, true, 0, 0, 0, nil, 1, nil, 1, nil, 1, true},
 		{"exact lengths", false, false, 10, 10, 10, buf, 10, buf, 10, buf, 10, true},
 	}
-	for _, name := range Available() {
-		sgemmWithImpl(t, name, func() {
-			for _, tc := range cases {
-				func() {
-					defer func() {
-						if r := recover(); r != nil {
-							t.Errorf("%s %s: panic: %v", name, tc.name, r)
-						}
-					}()
-					err := Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 1, tc.a, tc.lda, tc.b, tc.ldb, 0, tc.c, tc.ldc)
-					if (err == nil) != tc.ok {
-						t.Errorf("%s %s: err = %v, want ok=%v", name, tc.name, err, tc.ok)
-					}
-					if err != nil && !strings.Contains(err.Error(), "Sgemm") {
-						t.Errorf("%s %s: error %q lacks context", name, tc.name, err)
+	forEachImpl(t, func(t *testing.T, name string) {
+		for _, tc := range cases {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%s %s: panic: %v", name, tc.name, r)
 					}
 				}()
-			}
-		})
-	}
+				err := Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 1, tc.a, tc.lda, tc.b, tc.ldb, 0, tc.c, tc.ldc)
+				if (err == nil) != tc.ok {
+					t.Errorf("%s %s: err = %v, want ok=%v", name, tc.name, err, tc.ok)
+				}
+				if err != nil && !strings.Contains(err.Error(), "Sgemm") {
+					t.Errorf("%s %s: error %q lacks context", name, tc.name, err)
+				}
+			}()
+		}
+	})
 }
 
 // TestSgemmRefVsGonum checks sgemmRef itself against gonum's pure-Go
@@ -460,62 +434,56 @@ func TestSgemmRefVsGonum(t *testing.T) {
 // TestSgemmConcurrent runs Sgemm from several goroutines at once (shared
 // packing-buffer pool) and checks every result.
 func TestSgemmConcurrent(t *testing.T) {
-	for _, name := range Available() {
-		t.Run("impl="+name, func(t *testing.T) {
-			sgemmWithImpl(t, name, func() {
-				var wg sync.WaitGroup
-				errs := make([]string, 4)
-				for g := range errs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						rng := rand.New(rand.NewPCG(uint64(g), 11))
-						for range 5 {
-							tc := sgemmRandomCase(rng, 20+rng.IntN(60), 20+rng.IntN(60), 20+rng.IntN(300))
-							a, lda, b, ldb, c, ldc := sgemmOperands(rng, tc)
-							want := append([]float32(nil), c...)
-							sgemmRef(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, want, ldc)
-							tol := sgemmTol(tc, a, lda, b, ldb, c, ldc)
-							if err := Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, c, ldc); err != nil {
-								errs[g] = err.Error()
-								return
-							}
-							if msg := sgemmCompare(tc.m, tc.n, c, want, ldc, tol); msg != "" {
-								errs[g] = fmt.Sprintf("%v: %s", tc, msg)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				for _, e := range errs {
-					if e != "" {
-						t.Fatal(e)
+	forEachImpl(t, func(t *testing.T, name string) {
+		var wg sync.WaitGroup
+		errs := make([]string, 4)
+		for g := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 11))
+				for range 5 {
+					tc := sgemmRandomCase(rng, 20+rng.IntN(60), 20+rng.IntN(60), 20+rng.IntN(300))
+					a, lda, b, ldb, c, ldc := sgemmOperands(rng, tc)
+					want := append([]float32(nil), c...)
+					sgemmRef(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, want, ldc)
+					tol := sgemmTol(tc, a, lda, b, ldb, c, ldc)
+					if err := Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, tc.alpha, a, lda, b, ldb, tc.beta, c, ldc); err != nil {
+						errs[g] = err.Error()
+						return
+					}
+					if msg := sgemmCompare(tc.m, tc.n, c, want, ldc, tol); msg != "" {
+						errs[g] = fmt.Sprintf("%v: %s", tc, msg)
+						return
 					}
 				}
-			})
-		})
-	}
+			}()
+		}
+		wg.Wait()
+		for _, e := range errs {
+			if e != "" {
+				t.Fatal(e)
+			}
+		}
+	})
 }
 
 // TestSgemmAllocs checks that Sgemm does not allocate after warm-up, on
 // small, edge-tile and multi-block shapes.
 func TestSgemmAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
-	for _, name := range Available() {
-		sgemmWithImpl(t, name, func() {
-			for _, s := range [][3]int{{3, 4, 5}, {37, 45, 70}, {64, 64, 300}} {
-				tc := sgemmCase{transA: true, m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0.5}
-				a, lda, b, ldb, c, ldc := sgemmOperands(rng, tc)
-				allocs := testing.AllocsPerRun(20, func() {
-					if err := Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 1, a, lda, b, ldb, 0.5, c, ldc); err != nil {
-						t.Fatal(err)
-					}
-				})
-				if allocs != 0 {
-					t.Errorf("%s %v: %v allocations per call, want 0", name, s, allocs)
+	forEachImpl(t, func(t *testing.T, name string) {
+		for _, s := range [][3]int{{3, 4, 5}, {37, 45, 70}, {64, 64, 300}} {
+			tc := sgemmCase{transA: true, m: s[0], n: s[1], k: s[2], alpha: 1, beta: 0.5}
+			a, lda, b, ldb, c, ldc := sgemmOperands(rng, tc)
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := Sgemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 1, a, lda, b, ldb, 0.5, c, ldc); err != nil {
+					t.Fatal(err)
 				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s %v: %v allocations per call, want 0", name, s, allocs)
 			}
-		})
-	}
+		}
+	})
 }

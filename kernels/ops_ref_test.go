@@ -57,25 +57,6 @@ func opsShapes() [][2]int {
 	return out
 }
 
-// forEachImpl runs f as a subtest for every available implementation, with
-// that implementation selected, and restores the previous one afterwards.
-func forEachImpl(t *testing.T, f func(t *testing.T, o *ops)) {
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	for _, name := range Available() {
-		t.Run("impl="+name, func(t *testing.T) {
-			if err := Use(name); err != nil {
-				t.Fatal(err)
-			}
-			f(t, cur)
-		})
-	}
-}
-
 // guardBits is a quiet NaN with a payload, written around and between the
 // data of every test buffer: reading it poisons a result, and writing over
 // it is detected.
@@ -496,7 +477,8 @@ var opsChecks = []struct {
 // the reference over the shape sweep.
 func TestOps(t *testing.T) {
 	shapes := opsShapes()
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		for _, ck := range opsChecks {
 			t.Run(ck.name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(1, 2))
@@ -641,7 +623,8 @@ func TestOpsCheckersDetectBugs(t *testing.T) {
 
 // TestOpsNoAlloc checks that no primitive of any implementation allocates.
 func TestOpsNoAlloc(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		const m, n = 16, 37
 		rng := rand.New(rand.NewPCG(5, 6))
 		mk := func(k int) []float32 {
@@ -922,7 +905,8 @@ var opsGroupChecks = []struct {
 // TestOpsGroups compares the grouped primitives of every available
 // implementation with the reference over the grouped sweep.
 func TestOpsGroups(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		for _, ck := range opsGroupChecks {
 			t.Run(ck.name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(7, 8))
@@ -1094,7 +1078,8 @@ func mulAddRowsBatchSweep(rng *rand.Rand, check func(nb, k, n, gap int) error) e
 // implementation that has one with the reference.
 func TestOpsMulAddRowsBatch(t *testing.T) {
 	tested := 0
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		if o.mulAddRowsBatch == nil || o.mulAddRowsBatchSet == nil {
 			if o.mulAddRowsBatch != nil || o.mulAddRowsBatchSet != nil {
 				t.Fatal("mulAddRowsBatch and mulAddRowsBatchSet must be both nil or both set")
@@ -1171,7 +1156,8 @@ func TestOpsMulAddRowsBatchCheckerDetectsBugs(t *testing.T) {
 // TestOpsMulAddRowsBatchNoAlloc checks that the batched kernels do not
 // allocate.
 func TestOpsMulAddRowsBatchNoAlloc(t *testing.T) {
-	forEachImpl(t, func(t *testing.T, o *ops) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		o := tables[impl]
 		if o.mulAddRowsBatch == nil {
 			t.Skip("no mulAddRowsBatch")
 		}
@@ -1184,98 +1170,4 @@ func TestOpsMulAddRowsBatchNoAlloc(t *testing.T) {
 			t.Errorf("mulAddRowsBatchSet: %v allocations per call, want 0", got)
 		}
 	})
-}
-
-// TestVotesBatchedGroups checks VotesForward and VotesBackward of every
-// implementation against impl=ref on batches that leave partial sample
-// groups in the mulAddRowsBatch paths (votesFwdGroup, votesBwdGroup and the
-// 8 samples of a dW call), DIn beyond 8 and NIn with vector tails, with
-// blocking over NIn forced on and off. Tolerance: every output is a sum of
-// K products (K = DIn, NOut·DOut or Batch, plus the accumulated dw), summed
-// in a different order and grouping, so |got−want| ≤ 2·eps32·(K+1)·Σ|terms|,
-// Σ|terms| being the reference run on |inputs|.
-func TestVotesBatchedGroups(t *testing.T) {
-	abs := func(x []float32) []float32 {
-		y := make([]float32, len(x))
-		for i, v := range x {
-			y[i] = float32(math.Abs(float64(v)))
-		}
-		return y
-	}
-	type result struct{ uhat, du, dw []float32 }
-	run := func(sh VotesShape, w, u, duhat, dw0 []float32) (result, error) {
-		r := result{make([]float32, sh.Batch*sh.NOut*sh.DOut*sh.NIn), make([]float32, len(u)), append([]float32(nil), dw0...)}
-		if err := VotesForward(sh, r.uhat, w, u); err != nil {
-			return r, err
-		}
-		return r, VotesBackward(sh, r.dw, r.du, w, u, duhat)
-	}
-	shapes := []VotesShape{
-		{Batch: 5, NIn: 37, NOut: 3, DIn: 8, DOut: 5},
-		{Batch: 9, NIn: 19, NOut: 2, DIn: 9, DOut: 3},
-		{Batch: 11, NIn: 64, NOut: 3, DIn: 3, DOut: 4},
-		{Batch: 17, NIn: 33, NOut: 1, DIn: 16, DOut: 7},
-	}
-	prevWhole, prevBlock := votesWholeBytes, votesBlockBytes
-	defer func() { votesWholeBytes, votesBlockBytes = prevWhole, prevBlock }()
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, blocked := range []bool{false, true} {
-		votesWholeBytes, votesBlockBytes = prevWhole, prevBlock
-		if blocked {
-			votesWholeBytes, votesBlockBytes = 0, 0
-		}
-		for _, sh := range shapes {
-			gen := func(n int) []float32 {
-				v := make([]float32, n)
-				for i := range v {
-					v[i] = uni(rng)
-				}
-				return v
-			}
-			w, u := gen(sh.NOut*sh.DOut*sh.DIn*sh.NIn), gen(sh.Batch*sh.DIn*sh.NIn)
-			duhat, dw0 := gen(sh.Batch*sh.NOut*sh.DOut*sh.NIn), gen(len(w))
-			if err := Use("ref"); err != nil {
-				t.Fatal(err)
-			}
-			want, err := run(sh, w, u, duhat, dw0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mag, err := run(sh, abs(w), abs(u), abs(duhat), abs(dw0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range Available() {
-				if err := Use(name); err != nil {
-					t.Fatal(err)
-				}
-				got, err := run(sh, w, u, duhat, dw0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, c := range []struct {
-					what      string
-					got, want []float32
-					mag       []float32
-					k         int
-				}{
-					{"uhat", got.uhat, want.uhat, mag.uhat, sh.DIn},
-					{"du", got.du, want.du, mag.du, sh.NOut * sh.DOut},
-					{"dw", got.dw, want.dw, mag.dw, sh.Batch + 1},
-				} {
-					for i := range c.want {
-						if tol := 2 * eps32 * float64(c.k+1) * float64(c.mag[i]); !within(c.got[i], c.want[i], tol) {
-							t.Fatal(mismatch(c.got[i], c.want[i], tol, "impl=%s blocked=%v %+v: %s[%d]", name, blocked, sh, c.what, i))
-						}
-					}
-				}
-			}
-		}
-	}
 }

@@ -1,219 +1,229 @@
 package kernels
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 )
 
-// capsU32 is the unit roundoff of float32, 2⁻²⁴: a correctly rounded
-// operation has relative error at most capsU32.
-const capsU32 = 1.0 / (1 << 24)
+// The routing references below are straight loops written from spec §3,
+// generic over float32 and float64 like votesRef (votes_test.go).
 
-func capsSmall() bool { return runtime.GOARCH == "arm64" || testing.Short() }
-
-// capsEachImpl runs f once per available implementation, restoring the
-// implementation in use afterwards.
-func capsEachImpl(t *testing.T, f func(t *testing.T)) {
-	t.Helper()
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	for _, name := range Available() {
-		if err := Use(name); err != nil {
-			t.Fatal(err)
-		}
-		t.Run("impl="+name, f)
+// squashRefFactor returns f and df/dq for v = f(q)·s, q = |s|², written
+// from spec §3 directly (independently of squashScale): with
+// n = sqrt(q + ε), dn/dq = 1/(2n).
+func squashRefFactor[T capsFloat](kind Squash, q T) (f, dfdq T) {
+	qq := float64(q)
+	n := math.Sqrt(qq + SquashEps)
+	var ff, df float64
+	switch kind {
+	case SquashSabour:
+		// f = q/(1+q) · 1/n
+		ff = qq / (1 + qq) / n
+		df = 1/((1+qq)*(1+qq))/n + qq/(1+qq)*(-1/(n*n))/(2*n)
+	default:
+		// f = (1 − e^{−n})/n, df/dn = e^{−n}/n − (1 − e^{−n})/n²
+		e := math.Exp(-n)
+		ff = (1 - e) / n
+		df = (e/n - (1-e)/(n*n)) / (2 * n)
 	}
+	return T(ff), T(df)
 }
 
-// capsBuf returns n floats starting at offset off of a larger allocation
-// (so that kernels see unaligned slices), with its capacity limited to n.
-func capsBuf(n, off int) []float32 {
-	a := make([]float32, n+off+3)
-	return a[off : off+n : off+n]
+// routingTrace holds one sample's per-iteration couplings c[t][j][i], squash
+// inputs s[t][j][k] and outputs v[t][j][k].
+type routingTrace[T capsFloat] struct {
+	c, s, v [][][]T
 }
 
-func capsRand(rng *rand.Rand, n, off int, scale float64) []float32 {
-	x := capsBuf(n, off)
-	for i := range x {
-		x[i] = float32(scale * (2*rng.Float64() - 1))
-	}
-	return x
-}
-
-func capsFill(x []float32, val float32) []float32 {
-	for i := range x {
-		x[i] = val
-	}
-	return x
-}
-
-func caps64(x []float32) []float64 {
-	if x == nil {
-		return nil
-	}
-	y := make([]float64, len(x))
-	for i, v := range x {
-		y[i] = float64(v)
-	}
-	return y
-}
-
-func capsAbs64(x []float32) []float64 {
-	y := caps64(x)
-	for i := range y {
-		y[i] = math.Abs(y[i])
-	}
-	return y
-}
-
-func capsMaxAbs(x []float64) float64 {
-	m := 0.0
-	for _, v := range x {
-		m = max(m, math.Abs(v))
+func capsMat[T capsFloat](r, c int) [][]T {
+	m := make([][]T, r)
+	for i := range m {
+		m[i] = make([]T, c)
 	}
 	return m
 }
 
-// capsCompare reports the first element with |got − want| > tol(e) (or a
-// NaN in got), and returns the largest ratio |got − want|/tol seen, so the
-// tests can show how much margin the tolerances leave.
-func capsCompare(what string, got []float32, want []float64, tol func(e int) float64) (float64, error) {
-	if len(got) != len(want) {
-		return 0, fmt.Errorf("%s: length %d, want %d", what, len(got), len(want))
+// routingRefSample runs the loop of spec §3 for sample b and returns its
+// trace.
+func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) routingTrace[T] {
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
+	r := sh.Iters
+	if sh.Uniform {
+		r = 1
 	}
-	worst := 0.0
-	for e := range want {
-		d := math.Abs(float64(got[e]) - want[e])
-		tl := tol(e)
-		if !(d <= tl) {
-			return worst, fmt.Errorf("%s[%d] = %g, want %.9g (|diff| %.3g > tol %.3g)", what, e, got[e], want[e], d, tl)
-		}
-		if tl > 0 {
-			worst = max(worst, d/tl)
-		}
-	}
-	return worst, nil
-}
-
-// gammaTol is the classical bound for a float32 sum of k products
-// accumulated in any order, with or without FMA: |error| <= γ_k·Σ|terms|,
-// γ_k = k·u/(1 − k·u). A factor 2 covers the rounding of the float64
-// reference and of the final store.
-func gammaTol(k int, absSum float64) float64 {
-	g := float64(k) * capsU32 / (1 - float64(k)*capsU32)
-	return 2*g*absSum + 1e-30
-}
-
-// capsVotesCase checks VotesForward and VotesBackward against the float64
-// reference for one shape. Each element is compared with the γ_k bound of
-// its own reduction: k = DIn for the votes, NOut·DOut for du, Batch + 1 for
-// dw (the accumulation into the previous dw counts as one more term), with
-// Σ|terms| computed by running the reference on absolute values.
-func capsVotesCase(rng *rand.Rand, sh VotesShape) (float64, error) {
-	nIn, nOut, dIn, dOut, bs := sh.NIn, sh.NOut, sh.DIn, sh.DOut, sh.Batch
-	nW, nU, nV := nOut*dOut*dIn*nIn, bs*dIn*nIn, bs*nOut*dOut*nIn
-	w := capsRand(rng, nW, rng.Intn(4), 1)
-	u := capsRand(rng, nU, rng.Intn(4), 1)
-	duhat := capsRand(rng, nV, rng.Intn(4), 1)
-	dw0 := capsRand(rng, nW, 0, 1)
-
-	want := make([]float64, nV)
-	votesRef(sh, want, caps64(w), caps64(u))
-	wantAbs := make([]float64, nV)
-	votesRef(sh, wantAbs, capsAbs64(w), capsAbs64(u))
-	wantDu := make([]float64, nU)
-	wantDw := caps64(dw0)
-	votesBackwardRef(sh, wantDw, wantDu, caps64(w), caps64(u), caps64(duhat))
-	absDu := make([]float64, nU)
-	absDw := capsAbs64(dw0)
-	votesBackwardRef(sh, absDw, absDu, capsAbs64(w), capsAbs64(u), capsAbs64(duhat))
-
-	uhat := capsFill(capsBuf(nV, rng.Intn(4)), float32(math.NaN())) // must be overwritten
-	if err := VotesForward(sh, uhat, w, u); err != nil {
-		return 0, err
-	}
-	du := capsFill(capsBuf(nU, rng.Intn(4)), float32(math.NaN()))
-	dw := capsBuf(nW, rng.Intn(4))
-	copy(dw, dw0)
-	if err := VotesBackward(sh, dw, du, w, u, duhat); err != nil {
-		return 0, err
-	}
-	worst := 0.0
-	for _, c := range []struct {
-		name string
-		got  []float32
-		want []float64
-		abs  []float64
-		k    int
-	}{
-		{"uhat", uhat, want, wantAbs, dIn},
-		{"du", du, wantDu, absDu, nOut * dOut},
-		{"dw", dw, wantDw, absDw, bs + 1},
-	} {
-		r, err := capsCompare(c.name, c.got, c.want, func(e int) float64 { return gammaTol(c.k, c.abs[e]) })
-		if err != nil {
-			return 0, err
-		}
-		worst = max(worst, r)
-	}
-	return worst, nil
-}
-
-func TestVotesVsRef(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
-		rng := rand.New(rand.NewSource(1))
-		worst := 0.0
-		// NIn = 300 is run with blocking forced on (votesWholeBytes = 0 and
-		// votesBlockBytes = 0: blocks of 64), so that it spans several blocks
-		// and a tail.
-		// NIn = 17 is run with the backward sums split into groups of 3 rows
-		// (votesGroupForce), as votesGroup does for 4 KiB-aliased strides.
-		defer func(w, b, g int) {
-			votesWholeBytes, votesBlockBytes, votesGroupForce = w, b, g
-		}(votesWholeBytes, votesBlockBytes, votesGroupForce)
-		nIns := []int{1, 3, 17, 100, 300}
-		n, blocked := 0, 0
-		for _, nIn := range nIns {
-			votesWholeBytes, votesBlockBytes, votesGroupForce = 8<<20, 256<<10, 0
-			if nIn == 300 {
-				votesWholeBytes, votesBlockBytes = 0, 0
+	var tr routingTrace[T]
+	logits := capsMat[T](nOut, nIn)
+	if prior != nil && !sh.Uniform {
+		for j := range nOut {
+			for i := range nIn {
+				logits[j][i] = prior[j*nIn+i]
 			}
-			if nIn == 17 {
-				votesGroupForce = 3
+		}
+	}
+	for t := 0; t < r; t++ {
+		c := capsMat[T](nOut, nIn)
+		for i := 0; i < nIn; i++ {
+			if sh.Uniform {
+				for j := range nOut {
+					c[j][i] = 1 / T(nOut)
+				}
+				continue
 			}
-			for _, nOut := range []int{1, 2, 5, 10} {
-				for _, dIn := range []int{1, 4, 8} {
-					for _, dOut := range []int{1, 3, 4, 5, 8, 16} {
-						if capsSmall() && rng.Intn(6) != 0 || nIn == 300 && dOut != 3 && dOut != 16 {
-							continue
-						}
-						sh := VotesShape{Batch: 1 + rng.Intn(3), NIn: nIn, NOut: nOut, DIn: dIn, DOut: dOut}
-						if votesChunk(sh) < nIn {
-							blocked++
-						}
-						r, err := capsVotesCase(rng, sh)
-						if err != nil {
-							t.Fatalf("%+v: %v", sh, err)
-						}
-						worst = max(worst, r)
-						n++
+			mx := logits[0][i]
+			for j := 1; j < nOut; j++ {
+				mx = max(mx, logits[j][i])
+			}
+			var sum T
+			for j := range nOut {
+				c[j][i] = T(math.Exp(float64(logits[j][i] - mx)))
+				sum += c[j][i]
+			}
+			for j := range nOut {
+				c[j][i] /= sum
+			}
+		}
+		s := capsMat[T](nOut, d)
+		v := capsMat[T](nOut, d)
+		for j := 0; j < nOut; j++ {
+			var q T
+			for k := 0; k < d; k++ {
+				var acc T
+				for i := 0; i < nIn; i++ {
+					acc += c[j][i] * U(j, k, i)
+				}
+				s[j][k] = acc
+				q += acc * acc
+			}
+			f, _ := squashRefFactor(sh.Squash, q)
+			for k := 0; k < d; k++ {
+				v[j][k] = f * s[j][k]
+			}
+		}
+		if t < r-1 {
+			for j := 0; j < nOut; j++ {
+				for i := 0; i < nIn; i++ {
+					var a T
+					for k := 0; k < d; k++ {
+						a += U(j, k, i) * v[j][k]
 					}
+					logits[j][i] += a
 				}
 			}
 		}
-		if blocked == 0 {
-			t.Error("no shape exercised the blocking of the votes")
+		tr.c = append(tr.c, c)
+		tr.s = append(tr.s, s)
+		tr.v = append(tr.v, v)
+	}
+	return tr
+}
+
+// routingRef: v (B, D, NOut), c (B, NOut, NIn) or nil.
+func routingRef[T capsFloat](sh RoutingShape, v, c, uhat, prior []T) {
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	for b := 0; b < sh.Batch; b++ {
+		tr := routingRefSample(sh, b, uhat, prior)
+		last := len(tr.v) - 1
+		for j := 0; j < nOut; j++ {
+			for k := 0; k < d; k++ {
+				v[(b*d+k)*nOut+j] = tr.v[last][j][k]
+			}
+			if c != nil {
+				for i := 0; i < nIn; i++ {
+					c[(b*nOut+j)*nIn+i] = tr.c[last][j][i]
+				}
+			}
 		}
-		t.Logf("%d shapes (%d blocked), largest |diff|/tol %.3f", n, blocked, worst)
-	})
+	}
+}
+
+// routingBackwardRef: duhat overwritten, dprior (may be nil) accumulated.
+// It re-runs the forward of every sample and differentiates it in reverse.
+func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, prior []T) {
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	for b := 0; b < sh.Batch; b++ {
+		U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
+		dU := func(j, k, i int) *T { return &duhat[((b*nOut+j)*d+k)*nIn+i] }
+		for j := 0; j < nOut; j++ {
+			for k := 0; k < d; k++ {
+				for i := 0; i < nIn; i++ {
+					*dU(j, k, i) = 0
+				}
+			}
+		}
+		tr := routingRefSample(sh, b, uhat, prior)
+		r := len(tr.c)
+		gL := capsMat[T](nOut, nIn) // ∂L/∂logits after iteration t
+		for t := r - 1; t >= 0; t-- {
+			gv := capsMat[T](nOut, d)
+			if t == r-1 {
+				for j := range nOut {
+					for k := range d {
+						gv[j][k] = dv[(b*d+k)*nOut+j]
+					}
+				}
+			} else {
+				// logits[j][i] += Σ_k U(j,k,i)·v_t[j][k]
+				for j := range nOut {
+					for k := range d {
+						for i := range nIn {
+							gv[j][k] += gL[j][i] * U(j, k, i)
+							*dU(j, k, i) += gL[j][i] * tr.v[t][j][k]
+						}
+					}
+				}
+			}
+			// v = f(q)·s: ds = f·dv + 2·f'(q)·(s·dv)·s
+			gs := capsMat[T](nOut, d)
+			for j := range nOut {
+				var q, dot T
+				for k := range d {
+					q += tr.s[t][j][k] * tr.s[t][j][k]
+					dot += tr.s[t][j][k] * gv[j][k]
+				}
+				f, df := squashRefFactor(sh.Squash, q)
+				for k := range d {
+					gs[j][k] = f*gv[j][k] + 2*df*dot*tr.s[t][j][k]
+				}
+			}
+			// s[j][k] = Σ_i c[j][i]·U(j,k,i)
+			dc := capsMat[T](nOut, nIn)
+			for j := range nOut {
+				for k := range d {
+					for i := range nIn {
+						*dU(j, k, i) += gs[j][k] * tr.c[t][j][i]
+						dc[j][i] += gs[j][k] * U(j, k, i)
+					}
+				}
+			}
+			if sh.Uniform {
+				continue
+			}
+			// c[:,i] = softmax(logits[:,i]): dlogits = c ⊙ (dc − <c, dc>)
+			for i := range nIn {
+				var dot T
+				for j := range nOut {
+					dot += tr.c[t][j][i] * dc[j][i]
+				}
+				for j := range nOut {
+					gL[j][i] += tr.c[t][j][i] * (dc[j][i] - dot)
+				}
+			}
+		}
+		if dprior != nil && !sh.Uniform {
+			for j := range nOut {
+				for i := range nIn {
+					dprior[j*nIn+i] += gL[j][i]
+				}
+			}
+		}
+	}
 }
 
 // capsRoutingTol is the tolerance of the routing comparisons, per tensor:
@@ -345,7 +355,7 @@ func capsRoutingCheck(rng *rand.Rand, in capsRoutingInputs) (float64, error) {
 }
 
 func TestRoutingVsRef(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewSource(2))
 		worst, n, blocked := 0.0, 0, 0
 		// Some cases force blocks of 16 input capsules (routingWholeBytes =
@@ -574,7 +584,7 @@ func TestCapsOracle(t *testing.T) {
 			return x
 		}
 		t.Run(m.name, func(t *testing.T) {
-			capsEachImpl(t, func(t *testing.T) {
+			forEachImpl(t, func(t *testing.T, _ string) {
 				var chained []float32 // our own output of the previous layer, (B, d, n)
 				worst, worstChain := 0.0, 0.0
 				for k := 1; k <= m.layers; k++ {
@@ -662,7 +672,7 @@ func TestCapsOracle(t *testing.T) {
 // first iteration, and every output of its sample through the agreement
 // update; other samples are unaffected.
 func TestRoutingNaN(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		for _, iters := range []int{1, 3} {
 			rng := rand.New(rand.NewSource(5))
 			sh := RoutingShape{Batch: 2, NIn: 9, NOut: 4, D: 3, Iters: iters, Squash: SquashMazzia}
@@ -776,67 +786,8 @@ func TestCapsShapeErrors(t *testing.T) {
 	}
 }
 
-// TestCapsConverters: the PyTorch converters are inverse of each other and
-// map the documented index pairs.
-func TestCapsConverters(t *testing.T) {
-	vs := VotesShape{NIn: 5, NOut: 3, DIn: 2, DOut: 4}
-	n := vs.NOut * vs.NIn * vs.DOut * vs.DIn
-	src := make([]float32, n)
-	for i := range src {
-		src[i] = float32(i)
-	}
-	in, back := make([]float32, n), make([]float32, n)
-	if err := VotesWeightsFromTorch(vs, in, src); err != nil {
-		t.Fatal(err)
-	}
-	j, i, k, l := 2, 4, 3, 1
-	if got, want := in[((j*vs.DOut+k)*vs.DIn+l)*vs.NIn+i], src[((j*vs.NIn+i)*vs.DOut+k)*vs.DIn+l]; got != want {
-		t.Errorf("W[j,k,l,i] = %g, want torch W[j,i,k,l] = %g", got, want)
-	}
-	if err := VotesWeightsToTorch(vs, back, in); err != nil {
-		t.Fatal(err)
-	}
-	for e := range src {
-		if back[e] != src[e] {
-			t.Fatalf("VotesWeightsToTorch(FromTorch(x))[%d] = %g, want %g", e, back[e], src[e])
-		}
-	}
-	// Capsules (B=2, n=5, d=3) and priors (nIn=5, nOut=3).
-	c := src[:30]
-	ci, cb := make([]float32, 30), make([]float32, 30)
-	if err := CapsFromTorch(2, 5, 3, ci, c); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := ci[(1*3+2)*5+4], c[(1*5+4)*3+2]; got != want {
-		t.Errorf("u[b,l,i] = %g, want torch u[b,i,l] = %g", got, want)
-	}
-	if err := CapsToTorch(2, 5, 3, cb, ci); err != nil {
-		t.Fatal(err)
-	}
-	p, pi, pb := src[:15], make([]float32, 15), make([]float32, 15)
-	if err := PriorFromTorch(5, 3, pi, p); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := pi[2*5+4], p[4*3+2]; got != want {
-		t.Errorf("prior[j,i] = %g, want torch b[i,j] = %g", got, want)
-	}
-	if err := PriorToTorch(5, 3, pb, pi); err != nil {
-		t.Fatal(err)
-	}
-	for e := range cb {
-		if cb[e] != c[e] {
-			t.Fatalf("CapsToTorch(CapsFromTorch(x))[%d] = %g, want %g", e, cb[e], c[e])
-		}
-	}
-	for e := range pb {
-		if pb[e] != p[e] {
-			t.Fatalf("PriorToTorch(PriorFromTorch(x))[%d] = %g, want %g", e, pb[e], p[e])
-		}
-	}
-}
-
 func TestCapsNoAlloc(t *testing.T) {
-	capsEachImpl(t, func(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
 		rng := rand.New(rand.NewSource(6))
 		// NOut·DOut·NIn·4 = 8 KiB: the dW sum is split by votesGroup.
 		vs := VotesShape{Batch: 9, NIn: 256, NOut: 2, DIn: 4, DOut: 4}
@@ -867,4 +818,64 @@ func TestCapsNoAlloc(t *testing.T) {
 			}
 		}
 	})
+}
+
+// stTensor is one F32 tensor of a safetensors file.
+type stTensor struct {
+	Shape []int
+	Data  []float32
+}
+
+// readSafetensors is a minimal safetensors reader for the tests: an 8-byte
+// little-endian header length, a JSON header mapping names to {dtype, shape,
+// data_offsets} (offsets relative to the end of the header), then raw
+// little-endian data. Only F32 is supported; __metadata__ is skipped.
+func readSafetensors(path string) (map[string]stTensor, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < 8 {
+		return nil, fmt.Errorf("%s: file too short", path)
+	}
+	hl := binary.LittleEndian.Uint64(raw[:8])
+	if hl > uint64(len(raw)-8) {
+		return nil, fmt.Errorf("%s: header length %d beyond the file", path, hl)
+	}
+	var hdr map[string]json.RawMessage
+	if err := json.Unmarshal(raw[8:8+hl], &hdr); err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	data := raw[8+hl:]
+	out := make(map[string]stTensor, len(hdr))
+	for name, msg := range hdr {
+		if name == "__metadata__" {
+			continue
+		}
+		var e struct {
+			Dtype       string `json:"dtype"`
+			Shape       []int  `json:"shape"`
+			DataOffsets [2]int `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, fmt.Errorf("%s: tensor %s: %w", path, name, err)
+		}
+		if e.Dtype != "F32" {
+			return nil, fmt.Errorf("%s: tensor %s: dtype %s, only F32 supported", path, name, e.Dtype)
+		}
+		n := 1
+		for _, s := range e.Shape {
+			n *= s
+		}
+		lo, hi := e.DataOffsets[0], e.DataOffsets[1]
+		if lo < 0 || hi < lo || hi > len(data) || hi-lo != 4*n {
+			return nil, fmt.Errorf("%s: tensor %s: data_offsets %v do not hold %d floats (data %d bytes)", path, name, e.DataOffsets, n, len(data))
+		}
+		t := stTensor{Shape: e.Shape, Data: make([]float32, n)}
+		for i := range t.Data {
+			t.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[lo+4*i:]))
+		}
+		out[name] = t
+	}
+	return out, nil
 }

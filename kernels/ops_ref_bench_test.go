@@ -15,22 +15,20 @@ import (
 // benchOp runs f for every available implementation under name/shape.
 func benchOp(b *testing.B, shape string, flops, bytes float64, f func(o *ops)) {
 	b.Run(shape, func(b *testing.B) {
-		for _, name := range Available() {
-			o := tables[name]
-			b.Run("impl="+name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					f(o)
-				}
-				sec := b.Elapsed().Seconds() / float64(b.N)
-				if flops > 0 {
-					b.ReportMetric(flops/sec/1e9, "GFLOP/s")
-				}
-				if bytes > 0 {
-					b.ReportMetric(bytes/sec/1e9, "GB/s")
-				}
-			})
-		}
+		forEachImpl(b, func(b *testing.B, impl string) {
+			o := tables[impl]
+			b.ReportAllocs()
+			for b.Loop() {
+				f(o)
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			if flops > 0 {
+				b.ReportMetric(flops/sec/1e9, "GFLOP/s")
+			}
+			if bytes > 0 {
+				b.ReportMetric(bytes/sec/1e9, "GB/s")
+			}
+		})
 	})
 }
 

@@ -19,24 +19,13 @@ var capsBenchShapes = []struct {
 	{"deep-16x10", RoutingShape{Batch: 128, NIn: 16, NOut: 10, D: 8, Iters: 10, Squash: SquashMazzia}, 8},
 }
 
-// capsBenchEachImpl runs f as sub-benchmarks shape/impl=name for every
-// available implementation, ref included.
-func capsBenchEachImpl(b *testing.B, f func(b *testing.B, sh RoutingShape, dIn int)) {
-	prev := Impl()
-	defer func() {
-		if err := Use(prev); err != nil {
-			b.Fatal(err)
-		}
-	}()
+// capsBenchEach runs f as the sub-benchmarks shape/impl=name of every
+// benchmark shape and available implementation, ref included.
+func capsBenchEach(b *testing.B, f func(b *testing.B, sh RoutingShape, dIn int)) {
 	for _, s := range capsBenchShapes {
-		for _, name := range Available() {
-			b.Run(s.name+"/impl="+name, func(b *testing.B) {
-				if err := Use(name); err != nil {
-					b.Fatal(err)
-				}
-				f(b, s.sh, s.dIn)
-			})
-		}
+		b.Run(s.name, func(b *testing.B) {
+			forEachImpl(b, func(b *testing.B, _ string) { f(b, s.sh, s.dIn) })
+		})
 	}
 }
 
@@ -71,26 +60,12 @@ func votesFlops(vs VotesShape) float64 {
 	return 2 * float64(vs.Batch) * float64(vs.NOut*vs.DOut*vs.DIn*vs.NIn)
 }
 
-// routingFlops counts the multiply-adds over the votes as 2 flops each
-// (softmax and squash are lower order): per iteration the forward has s
-// (D·NOut·NIn) and, except in the last, the agreement (as many); the
-// backward has the gradient of s (its ger and gemvT, 2·D·NOut·NIn) and,
-// except in the last, that of the agreement (2·D·NOut·NIn).
-func routingFlops(sh RoutingShape, backward bool) float64 {
-	r := float64(sh.iters())
-	per := 2 * float64(sh.Batch) * float64(sh.D*sh.NOut*sh.NIn)
-	if backward {
-		return per * (2*r + 2*(r-1))
-	}
-	return per * (2*r - 1)
-}
-
 func capsReport(b *testing.B, flops float64) {
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
 func BenchmarkVotesForward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+	capsBenchEach(b, func(b *testing.B, sh RoutingShape, dIn int) {
 		d := newCapsBenchData(sh, dIn)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -103,7 +78,7 @@ func BenchmarkVotesForward(b *testing.B) {
 }
 
 func BenchmarkVotesBackward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
+	capsBenchEach(b, func(b *testing.B, sh RoutingShape, dIn int) {
 		d := newCapsBenchData(sh, dIn)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -112,34 +87,5 @@ func BenchmarkVotesBackward(b *testing.B) {
 			}
 		}
 		capsReport(b, 2*votesFlops(d.vs))
-	})
-}
-
-func BenchmarkRoutingForward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
-		d := newCapsBenchData(sh, dIn)
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := RoutingForward(sh, d.v, d.c, d.uhat, d.prior, d.wk); err != nil {
-				b.Fatal(err)
-			}
-		}
-		capsReport(b, routingFlops(sh, false))
-	})
-}
-
-func BenchmarkRoutingBackward(b *testing.B) {
-	capsBenchEachImpl(b, func(b *testing.B, sh RoutingShape, dIn int) {
-		d := newCapsBenchData(sh, dIn)
-		if err := RoutingForward(sh, d.v, d.c, d.uhat, d.prior, d.wk); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := RoutingBackward(sh, d.duhat, d.dprior, d.dv, d.uhat, d.prior, d.wk); err != nil {
-				b.Fatal(err)
-			}
-		}
-		capsReport(b, routingFlops(sh, true))
 	})
 }
