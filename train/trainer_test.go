@@ -80,6 +80,25 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 	if k, ok := sameTensors(paramsOf(t, a), paramsOf(t, c)); !ok {
 		t.Fatalf("resumed run differs from the uninterrupted one in %s", k)
 	}
+	// The same with the checkpoint read once by the caller (ReadResume, as
+	// tools/train does to take the run's model).
+	d := filepath.Join(base, "d")
+	run(d, 1, "")
+	ck, err := ReadResume(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Config.Name != "tiny-deep" || ck.Meta["epoch"] != "1" {
+		t.Fatalf("ReadResume: model %q, metadata %v", ck.Config.Name, ck.Meta)
+	}
+	od := tinyOptions(t, d)
+	od.Model, od.Resume, od.ResumeFrom = ck.Config, d, ck
+	if _, err := Run(context.Background(), od); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := sameTensors(paramsOf(t, a), paramsOf(t, d)); !ok {
+		t.Fatalf("run resumed from a checkpoint read by ReadResume differs in %s", k)
+	}
 	if len(ra.Epochs) != 2 || len(rc.Epochs) != 1 || rc.Epochs[0].Epoch != 2 {
 		t.Fatalf("epochs: uninterrupted %+v, resumed %+v", ra.Epochs, rc.Epochs)
 	}
