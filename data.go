@@ -16,8 +16,8 @@ var embeddedMNIST embed.FS
 // the first 1000 test digits of MNIST, as the four standard gzipped IDX
 // files at the root of this file system (train-images-idx3-ubyte.gz,
 // train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz,
-// t10k-labels-idx1-ubyte.gz). train.LoadEmbeddedMNIST loads it; the full
-// dataset is fetched with ./build.sh data.
+// t10k-labels-idx1-ubyte.gz). LoadEmbeddedMNIST of package train/data
+// loads it; the full dataset is fetched with ./build.sh data.
 var EmbeddedMNIST fs.FS = embeddedMNISTRoot()
 
 func embeddedMNISTRoot() fs.FS {

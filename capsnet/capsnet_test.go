@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/graph"
 )
 
@@ -205,12 +206,16 @@ func TestCheckpointRoundTripAndLayouts(t *testing.T) {
 	if err := p.SaveCheckpoint(path, map[string]string{"epoch": "7"}); err != nil {
 		t.Fatal(err)
 	}
-	q, meta, err := LoadCheckpoint(path, nil)
+	ck, err := ReadCheckpoint(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta["epoch"] != "7" || meta["format"] != CheckpointFormat {
-		t.Errorf("metadata %v", meta)
+	if ck.Meta["epoch"] != "7" || ck.Meta["format"] != CheckpointFormat || !ck.HasConfig() || ck.Config.JSON() != p.Config.JSON() {
+		t.Errorf("metadata %v, config %s", ck.Meta, ck.Config.Name)
+	}
+	q, err := ck.Params(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i, a := range p.List {
 		b := q.List[i]
@@ -253,50 +258,71 @@ func TestCheckpointBadFiles(t *testing.T) {
 		{write("huge.safetensors", []byte("\xff\xff\xff\xff\xff\xff\xff\xff")), "header length"},
 		{filepath.Join(dir, "missing.safetensors"), "no such file"},
 	} {
-		_, _, err := LoadCheckpoint(tc.path, nil)
+		_, err := ReadCheckpoint(tc.path)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Base(tc.path)) {
 			t.Errorf("%s: error %v, want one naming the file and containing %q", filepath.Base(tc.path), err, tc.want)
 		}
 	}
-	// A checkpoint of another model, and one holding NaN.
+	// The metadata's config wins over a hint; without metadata the hint is
+	// needed.
+	ck, err := ReadCheckpoint(good)
+	if err != nil {
+		t.Fatal(err)
+	}
 	other := Presets()["tiny-deep3"]
-	if _, _, err := LoadCheckpoint(good, &other); err != nil {
+	if q, err := ck.Params(&other); err != nil || q.Config.Name != "tiny-deep" {
 		t.Fatalf("metadata config must win over the hint: %v", err)
 	}
 	ts := p.TorchTensors()
+	bare := filepath.Join(dir, "bare.safetensors")
+	if err := safetensors.Write(bare, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	ckb, err := ReadCheckpoint(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ckb.Params(nil); err == nil || !strings.Contains(err.Error(), "no model config") {
+		t.Errorf("state dict without config and no hint: %v", err)
+	}
+	if _, err := ckb.Params(&other); err == nil || !strings.Contains(err.Error(), "model tiny-deep3 needs") {
+		t.Errorf("state dict of tiny-deep loaded as tiny-deep3: %v", err)
+	}
+	// Load into existing parameters: same configuration only.
+	q3, _ := NewParams(other)
+	if err := q3.Load(ck); err == nil || !strings.Contains(err.Error(), "holds model tiny-deep, not tiny-deep3") {
+		t.Errorf("Load into another model: %v", err)
+	}
+	changed := p.Config
+	changed.Loss.Recon = "mean"
+	qc, _ := NewParams(changed)
+	if err := qc.Load(ck); err == nil || !strings.Contains(err.Error(), "another configuration of model tiny-deep") {
+		t.Errorf("Load into a changed configuration: %v", err)
+	}
+	// A checkpoint holding NaN, and one with a tensor missing: errors, and
+	// Load leaves the parameters unchanged.
+	q, _ := NewParams(p.Config)
 	ts["caps.0.W"].Data[3] = float32(math.NaN())
 	nan := filepath.Join(dir, "nan.safetensors")
-	WriteSafeTensors(nan, ts, map[string]string{"config": p.Config.JSON()})
-	if _, _, err := LoadCheckpoint(nan, nil); err == nil || !strings.Contains(err.Error(), "caps.0.W") {
+	safetensors.Write(nan, ts, map[string]string{"config": p.Config.JSON()})
+	if ck, err := ReadCheckpoint(nan); err != nil {
+		t.Fatal(err)
+	} else if err := q.Load(ck); err == nil || !strings.Contains(err.Error(), "caps.0.W") {
 		t.Errorf("NaN weights: %v", err)
+	}
+	for _, v := range q.List[0].Buf.Data() {
+		if v != 0 {
+			t.Fatal("a failed Load changed the parameters")
+		}
 	}
 	ts["caps.0.W"].Data[3] = 0
 	delete(ts, "dec.fc1.bias")
 	miss := filepath.Join(dir, "miss.safetensors")
-	WriteSafeTensors(miss, ts, map[string]string{"config": p.Config.JSON()})
-	if _, _, err := LoadCheckpoint(miss, nil); err == nil || !strings.Contains(err.Error(), "dec.fc1.bias") {
-		t.Errorf("missing tensor: %v", err)
-	}
-}
-
-func TestAtomicWriteKeepsOldFileOnError(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "x.safetensors")
-	ts := map[string]Tensor{"a": {Shape: []int{2}, Data: []float32{1, 2}}}
-	if err := WriteSafeTensors(path, ts, nil); err != nil {
+	safetensors.Write(miss, ts, map[string]string{"config": p.Config.JSON()})
+	if ck, err := ReadCheckpoint(miss); err != nil {
 		t.Fatal(err)
-	}
-	bad := map[string]Tensor{"a": {Shape: []int{3}, Data: []float32{1, 2}}}
-	if err := WriteSafeTensors(path, bad, nil); err == nil {
-		t.Fatal("inconsistent tensor accepted")
-	}
-	st, err := ReadSafeTensors(path)
-	if err != nil || st.Tensors["a"].Data[1] != 2 {
-		t.Fatalf("old file damaged: %v", err)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("temporary files left behind: %v", entries)
+	} else if _, err := ck.Params(nil); err == nil || !strings.Contains(err.Error(), "dec.fc1.bias") {
+		t.Errorf("missing tensor: %v", err)
 	}
 }
 

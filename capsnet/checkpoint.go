@@ -5,7 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
+
+// Tensor is a float32 tensor with its PyTorch shape, as Dump returns them
+// and state dicts hold them (an alias of safetensors.Tensor).
+type Tensor = safetensors.Tensor
 
 // CheckpointFormat is stored in every checkpoint's metadata as "format".
 const CheckpointFormat = "capstan/1"
@@ -55,20 +61,101 @@ func (p *Params) Init(seed uint64) {
 
 // TorchTensors returns every parameter in PyTorch layout under its PyTorch
 // name (a state dict).
-func (p *Params) TorchTensors() map[string]Tensor {
-	out := make(map[string]Tensor, len(p.List))
+func (p *Params) TorchTensors() map[string]safetensors.Tensor {
+	out := make(map[string]safetensors.Tensor, len(p.List))
 	for _, q := range p.List {
-		t := Tensor{Shape: slices.Clone(q.TorchShape), Data: make([]float32, q.Buf.Len())}
+		t := safetensors.Tensor{Shape: slices.Clone(q.TorchShape), Data: make([]float32, q.Buf.Len())}
 		q.ToTorch(t.Data)
 		out[q.Name] = t
 	}
 	return out
 }
 
-// LoadTensors copies a PyTorch state dict into the parameters. Every
-// parameter must be present with its exact shape and finite values; extra
-// tensors are an error too (a checkpoint of another model).
-func (p *Params) LoadTensors(ts map[string]Tensor, source string) error {
+// SaveCheckpoint writes the parameters as a safetensors state dict with the
+// PyTorch names and layouts, and the config (JSON) and extra entries in the
+// header metadata. The write is atomic: temp file, fsync, rename.
+func (p *Params) SaveCheckpoint(path string, extra map[string]string) error {
+	meta := map[string]string{"format": CheckpointFormat, "config": p.Config.JSON()}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	return safetensors.Write(path, p.TorchTensors(), meta)
+}
+
+// Checkpoint is a checkpoint file read once (ReadCheckpoint): a PyTorch
+// state dict and its metadata. Load copies it into parameters.
+type Checkpoint struct {
+	// Path is the file it was read from (named in errors).
+	Path string
+	// Config is the model of the metadata's "config" entry; it is the zero
+	// Config (HasConfig false) for a PyTorch state dict saved without one.
+	Config Config
+	// Tensors is the state dict: PyTorch names and layouts.
+	Tensors map[string]safetensors.Tensor
+	// Meta is the header metadata: format, config, epoch, step, kernels.
+	Meta map[string]string
+}
+
+// ReadCheckpoint reads and validates a checkpoint file (or a plain PyTorch
+// state dict) once. A "config" metadata entry must parse as a model
+// configuration; the tensors are checked against it only by Load.
+func ReadCheckpoint(path string) (*Checkpoint, error) {
+	st, err := safetensors.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	ck := &Checkpoint{Path: path, Tensors: st.Tensors, Meta: st.Metadata}
+	if js := st.Metadata["config"]; js != "" {
+		if ck.Config, err = ParseConfig([]byte(js), path+" (metadata)"); err != nil {
+			return nil, err
+		}
+	}
+	return ck, nil
+}
+
+// HasConfig reports whether the checkpoint names its model (a "config"
+// metadata entry).
+func (ck *Checkpoint) HasConfig() bool { return ck.Meta["config"] != "" }
+
+// Params builds the checkpoint's model and loads the weights into it. The
+// model is the checkpoint's own Config; cfg (may be nil) names it for a
+// state dict without config metadata and is ignored otherwise.
+func (ck *Checkpoint) Params(cfg *Config) (*Params, error) {
+	c := ck.Config
+	if !ck.HasConfig() {
+		if cfg == nil {
+			return nil, fmt.Errorf("%s: no model config in the metadata: name the model (preset or config file)", ck.Path)
+		}
+		c = *cfg
+	}
+	p, err := NewParams(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ck.Path, err)
+	}
+	if err := p.load(ck.Tensors, ck.Path); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Load copies the checkpoint's weights into p, converting them from the
+// PyTorch layouts once. A checkpoint that names its model must name p's
+// exact configuration; every parameter must be present with its shape and
+// finite values, and no other tensor may be (a checkpoint of another
+// model). On error p is unchanged.
+func (p *Params) Load(ck *Checkpoint) error {
+	if ck.HasConfig() && ck.Config.JSON() != p.Config.JSON() {
+		if ck.Config.Name == p.Config.Name {
+			return fmt.Errorf("%s holds another configuration of model %s than the one given (a changed preset or config file)", ck.Path, p.Config.Name)
+		}
+		return fmt.Errorf("%s holds model %s, not %s", ck.Path, ck.Config.Name, p.Config.Name)
+	}
+	return p.load(ck.Tensors, ck.Path)
+}
+
+// load copies a PyTorch state dict into the parameters after checking it
+// whole (see Load).
+func (p *Params) load(ts map[string]safetensors.Tensor, source string) error {
 	for _, q := range p.List {
 		t, ok := ts[q.Name]
 		if !ok {
@@ -92,44 +179,4 @@ func (p *Params) LoadTensors(ts map[string]Tensor, source string) error {
 		q.FromTorch(ts[q.Name].Data)
 	}
 	return nil
-}
-
-// SaveCheckpoint writes the parameters as a safetensors state dict with the
-// PyTorch names and layouts, and the config (JSON) and extra entries in the
-// header metadata. The write is atomic: temp file, fsync, rename.
-func (p *Params) SaveCheckpoint(path string, extra map[string]string) error {
-	meta := map[string]string{"format": CheckpointFormat, "config": p.Config.JSON()}
-	for k, v := range extra {
-		meta[k] = v
-	}
-	return WriteSafeTensors(path, p.TorchTensors(), meta)
-}
-
-// LoadCheckpoint reads a checkpoint. Its model comes from the "config"
-// metadata entry; a PyTorch state dict without one needs cfg (pass nil to
-// require the metadata). It returns the parameters and the metadata.
-func LoadCheckpoint(path string, cfg *Config) (*Params, map[string]string, error) {
-	st, err := ReadSafeTensors(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	var c Config
-	switch {
-	case st.Metadata["config"] != "":
-		if c, err = ParseConfig([]byte(st.Metadata["config"]), path+" (metadata)"); err != nil {
-			return nil, nil, err
-		}
-	case cfg != nil:
-		c = *cfg
-	default:
-		return nil, nil, fmt.Errorf("%s: no model config in the metadata: name the model (preset or config file)", path)
-	}
-	p, err := NewParams(c)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := p.LoadTensors(st.Tensors, path); err != nil {
-		return nil, nil, err
-	}
-	return p, st.Metadata, nil
 }

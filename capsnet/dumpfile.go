@@ -3,6 +3,8 @@ package capsnet
 import (
 	"fmt"
 	"math"
+
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
 
 // DumpFiles is the file form of Dump: it loads the weights (a checkpoint or
@@ -11,11 +13,15 @@ import (
 // as floats holding class numbers) and writes the spec §8 tensors to out,
 // atomically.
 func DumpFiles(cfg *Config, weights, batch, out string) error {
-	p, _, err := LoadCheckpoint(weights, cfg)
+	ck, err := ReadCheckpoint(weights)
 	if err != nil {
 		return err
 	}
-	st, err := ReadSafeTensors(batch)
+	p, err := ck.Params(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := safetensors.Read(batch)
 	if err != nil {
 		return err
 	}
@@ -42,5 +48,5 @@ func DumpFiles(cfg *Config, weights, batch, out string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", batch, err)
 	}
-	return WriteSafeTensors(out, ts, map[string]string{"format": CheckpointFormat, "config": p.Config.JSON()})
+	return safetensors.Write(out, ts, map[string]string{"format": CheckpointFormat, "config": p.Config.JSON()})
 }

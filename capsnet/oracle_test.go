@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/kernels"
 )
 
@@ -44,11 +45,15 @@ func TestOracle(t *testing.T) {
 func checkOracle(t *testing.T, name string) {
 	cfg := Presets()[name]
 	dir := filepath.Join("..", "testdata", "oracle")
-	p, _, err := LoadCheckpoint(filepath.Join(dir, name+"-weights.safetensors"), &cfg)
+	ck, err := ReadCheckpoint(filepath.Join(dir, name+"-weights.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp, err := ReadSafeTensors(filepath.Join(dir, name+"-expected.safetensors"))
+	p, err := ck.Params(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := safetensors.Read(filepath.Join(dir, name+"-expected.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}

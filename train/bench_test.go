@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train/eval"
 )
 
 // BenchmarkTrainStep times a full training step (forward, backward,
@@ -58,15 +60,24 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 	}
 	p.Init(1)
 	var tr *Trainer
+	var ev *eval.Evaluator
+	var plan graph.Plan
 	if train {
 		tr, err = NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
+		if err == nil {
+			defer tr.Close()
+			plan = tr.Plan()
+		}
 	} else {
-		tr, err = NewEvaluator(p, batch, threads) // forward-only graphs, as tools/infer uses
+		ev, err = eval.New(p, batch, threads) // forward-only graphs, as tools/infer uses
+		if err == nil {
+			defer ev.Close()
+			plan = ev.Plan()
+		}
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer tr.Close()
 	img := cfg.Input[0] * cfg.Input[1] * cfg.Input[2]
 	x := make([]float32, batch*img)
 	for i := range x {
@@ -82,7 +93,7 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 		if train {
 			_, _, err = tr.TrainStep(x, labels, 1e-4)
 		} else {
-			err = tr.Predict(x, labels, pred)
+			err = ev.Predict(x, labels, pred)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -95,5 +106,5 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 		step()
 	}
 	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "img/s")
-	b.ReportMetric(float64(tr.Plan().Total)/(1<<20), "MiB") // parameters, replicas, optimizer state
+	b.ReportMetric(float64(plan.Total)/(1<<20), "MiB") // parameters, replicas, optimizer state
 }

@@ -1,5 +1,6 @@
-// Package train holds what training and evaluation need around the engine:
-// the datasets (MNIST, Fashion-MNIST, CIFAR10, the generated AffNIST of
-// spec §6), the canvas placement and affine transformations, a batch
-// iterator, and where the data lives on disk.
+// Package train trains capsule networks: the data-parallel Trainer (one
+// compiled replica per thread, gradients reduced in replica order, Adam),
+// Run (the epoch loop with validation through train/eval, metrics.ndjson,
+// atomic checkpoints, Ctrl-C and -resume) and progress reporting. The data
+// sets and batching are in train/data, the evaluator in train/eval.
 package train

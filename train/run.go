@@ -12,17 +12,20 @@ import (
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/eval"
 )
 
 // Options configures a training run (defaults: spec §5, DefaultOptions).
 type Options struct {
 	Model      capsnet.Config
-	Train, Val *Dataset
+	Train, Val *data.Dataset
 	// TrainPlacement and ValPlacement put the images on a Canvas×Canvas
 	// field (the deep model: random for training, centred for validation);
 	// PlacementNone keeps the dataset's size.
-	TrainPlacement, ValPlacement Placement
+	TrainPlacement, ValPlacement data.Placement
 	Canvas                       int
 	// MaxShift bounds PlacementShift (pixels).
 	MaxShift int
@@ -40,6 +43,10 @@ type Options struct {
 	OutDir string
 	// Resume names a checkpoint directory (or file) to continue from.
 	Resume string
+	// ResumeFrom is Resume's checkpoint when the caller has already read it
+	// (ReadResume, e.g. to take its model): Run then does not read it
+	// again. nil: Run reads it.
+	ResumeFrom *capsnet.Checkpoint
 	// Log receives human-readable progress; Progress draws a bar with rate
 	// and ETA (for terminals) instead of periodic plain lines.
 	Log      io.Writer
@@ -107,7 +114,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer t.Close()
 	startEpoch := 1
 	if o.Resume != "" {
-		if startEpoch, err = t.resume(o.Resume); err != nil {
+		if startEpoch, err = t.resume(o.Resume, o.ResumeFrom); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(o.Log, "resumed from %s at epoch %d (step %d)\n", o.Resume, startEpoch, t.Step)
@@ -115,14 +122,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	fmt.Fprintf(o.Log, "model %s: %d parameters; kernels %s; %d thread(s), batch %d; memory plan %s\n",
 		o.Model.Name, params.Count(), kernels.Impl(), len(t.Reps), o.Batch, t.Plan())
 
-	tb, err := NewBatcher(o.Train, BatchConfig{Size: o.Batch, Shuffle: true, Seed: o.Seed, Placement: o.TrainPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas, MaxShift: o.MaxShift, DropLast: true})
+	// Validation runs the training replicas forward only: no memory of its
+	// own, and exactly what the training graphs compute.
+	ev, err := eval.FromNets(params, t.Reps)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
+
+	tb, err := data.NewBatcher(o.Train, data.BatchConfig{Size: o.Batch, Shuffle: true, Seed: o.Seed, Placement: o.TrainPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas, MaxShift: o.MaxShift, DropLast: true})
 	if err != nil {
 		return nil, fmt.Errorf("training data: %w", err)
 	}
 	if tb.Batches() == 0 {
 		return nil, fmt.Errorf("training data: %d images is less than one batch of %d", o.Train.N, o.Batch)
 	}
-	vb, err := NewBatcher(o.Val, BatchConfig{Size: o.Batch, Seed: o.Seed, Placement: o.ValPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas})
+	vb, err := data.NewBatcher(o.Val, data.BatchConfig{Size: o.Batch, Seed: o.Seed, Placement: o.ValPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas})
 	if err != nil {
 		return nil, fmt.Errorf("validation data: %w", err)
 	}
@@ -175,7 +190,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			Kernels: kernels.Impl(), Interrupted: interrupted}
 		em.Loss = em.MarginLoss + reconW*em.ReconLoss
 		if !interrupted {
-			if em.ValAcc, err = t.Evaluate(vb); err != nil {
+			if em.ValAcc, err = ev.Accuracy(vb); err != nil {
 				return res, err
 			}
 		}
@@ -227,7 +242,7 @@ func (o *Options) check() error {
 		return fmt.Errorf("-out: an output directory is required")
 	}
 	c, h, w := o.Train.C, o.Train.H, o.Train.W
-	if o.TrainPlacement != PlacementNone && o.TrainPlacement != PlacementShift {
+	if o.TrainPlacement != data.PlacementNone && o.TrainPlacement != data.PlacementShift {
 		h, w = o.Canvas, o.Canvas
 	}
 	if in := o.Model.Input; in != [3]int{c, h, w} {
@@ -236,24 +251,17 @@ func (o *Options) check() error {
 	return nil
 }
 
-// Evaluate returns the accuracy over every image of the batcher's dataset
-// (inference: decoder masked by the prediction).
-func (t *Trainer) Evaluate(vb *Batcher) (float64, error) {
-	_, acc, _, err := t.Confusion(vb, t.P.Config.Classes)
-	return acc, err
-}
-
 // save writes the checkpoint and the optimizer state, each atomically; the
 // optimizer file carries the step and epoch it belongs to.
 func (t *Trainer) save(dir string, epoch int) error {
 	meta := map[string]string{"epoch": strconv.Itoa(epoch), "step": strconv.Itoa(t.Step), "kernels": kernels.Impl()}
-	opt := map[string]capsnet.Tensor{}
+	opt := map[string]safetensors.Tensor{}
 	for i, q := range t.P.List {
 		m, v := t.Moments(i)
-		opt["adam.m."+q.Name] = capsnet.Tensor{Shape: []int{len(m)}, Data: m}
-		opt["adam.v."+q.Name] = capsnet.Tensor{Shape: []int{len(v)}, Data: v}
+		opt["adam.m."+q.Name] = safetensors.Tensor{Shape: []int{len(m)}, Data: m}
+		opt["adam.v."+q.Name] = safetensors.Tensor{Shape: []int{len(v)}, Data: v}
 	}
-	if err := capsnet.WriteSafeTensors(filepath.Join(dir, OptimizerName), opt, meta); err != nil {
+	if err := safetensors.Write(filepath.Join(dir, OptimizerName), opt, meta); err != nil {
 		return err
 	}
 	return t.P.SaveCheckpoint(filepath.Join(dir, CheckpointName), meta)
@@ -268,42 +276,43 @@ func resumePaths(path string) (dir, ck string) {
 	return path, filepath.Join(path, CheckpointName)
 }
 
-// ResumeConfig returns the model configuration stored in the checkpoint of
-// a run directory or checkpoint file, so a run can be continued without
-// naming its model again.
-func ResumeConfig(path string) (capsnet.Config, error) {
+// ReadResume reads the checkpoint of a -resume argument (a run directory
+// or a checkpoint file) once: its Config is the run's model (when the file
+// names one). Pass it as Options.ResumeFrom with Options.Resume set to the
+// same path, so Run does not read it again.
+func ReadResume(path string) (*capsnet.Checkpoint, error) {
 	_, ck := resumePaths(path)
-	p, _, err := capsnet.LoadCheckpoint(ck, nil)
+	c, err := capsnet.ReadCheckpoint(ck)
 	if err != nil {
-		return capsnet.Config{}, fmt.Errorf("resume: %w", err)
+		return nil, fmt.Errorf("resume: %w", err)
 	}
-	return p.Config, nil
+	return c, nil
 }
 
 // resume loads parameters and optimizer state from a run directory (or a
 // checkpoint file, whose directory holds the optimizer state) and returns
-// the next epoch.
-func (t *Trainer) resume(path string) (int, error) {
-	dir, ck := resumePaths(path)
-	cfg := t.P.Config
-	p, meta, err := capsnet.LoadCheckpoint(ck, &cfg)
-	if err != nil {
-		return 0, fmt.Errorf("resume: %w", err)
-	}
-	if p.Config.JSON() != cfg.JSON() {
-		if p.Config.Name == cfg.Name {
-			return 0, fmt.Errorf("resume: %s holds another configuration of model %s than the one given (a changed preset or config file); resume without a model to use the checkpoint's own", ck, cfg.Name)
+// the next epoch. ck is the run's checkpoint when already read (nil: read
+// it here).
+func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (int, error) {
+	dir, file := resumePaths(path)
+	if ck == nil {
+		var err error
+		if ck, err = ReadResume(path); err != nil {
+			return 0, err
 		}
-		return 0, fmt.Errorf("resume: %s holds model %s, not %s", ck, p.Config.Name, cfg.Name)
 	}
-	if err := t.P.LoadTensors(p.TorchTensors(), ck); err != nil {
+	if err := t.P.Load(ck); err != nil {
+		if ck.HasConfig() && ck.Config.Name == t.P.Config.Name && ck.Config.JSON() != t.P.Config.JSON() {
+			return 0, fmt.Errorf("resume: %w; resume without a model to use the checkpoint's own", err)
+		}
 		return 0, fmt.Errorf("resume: %w", err)
 	}
+	meta := ck.Meta
 	epoch, err := strconv.Atoi(meta["epoch"])
 	if err != nil {
-		return 0, fmt.Errorf("resume: %s: metadata epoch %q is not a number", ck, meta["epoch"])
+		return 0, fmt.Errorf("resume: %s: metadata epoch %q is not a number", file, meta["epoch"])
 	}
-	opt, err := capsnet.ReadSafeTensors(filepath.Join(dir, OptimizerName))
+	opt, err := safetensors.Read(filepath.Join(dir, OptimizerName))
 	if err != nil {
 		return 0, fmt.Errorf("resume: %w", err)
 	}
@@ -325,46 +334,4 @@ func (t *Trainer) resume(path string) (int, error) {
 	}
 	t.Step, _ = strconv.Atoi(meta["step"])
 	return epoch + 1, nil
-}
-
-// Confusion evaluates every image of the batcher's dataset and returns the
-// confusion matrix (rows: true class), the accuracy and the seconds spent.
-// A last partial batch is padded with copies of its first image, whose
-// predictions are ignored (the compiled batch size is fixed).
-func (t *Trainer) Confusion(vb *Batcher, classes int) ([][]int, float64, float64, error) {
-	conf := make([][]int, classes)
-	for i := range conf {
-		conf[i] = make([]int, classes)
-	}
-	batch := vb.NewBatch()
-	labels := make([]int, t.Batch)
-	pred := make([]int, t.Batch)
-	img := len(batch.X) / batch.Cap()
-	start := time.Now()
-	correct, total := 0, 0
-	vb.StartEpoch(0)
-	for vb.Next(batch) {
-		n := batch.N
-		for i, y := range batch.Labels() {
-			labels[i] = int(y)
-		}
-		for i := n; i < t.Batch; i++ {
-			copy(batch.X[i*img:(i+1)*img], batch.X[:img])
-			labels[i] = labels[0]
-		}
-		if err := t.Predict(batch.X[:t.Batch*img], labels, pred); err != nil {
-			return nil, 0, 0, fmt.Errorf("evaluation: %w", err)
-		}
-		for i := 0; i < n; i++ {
-			conf[labels[i]][pred[i]]++
-			if pred[i] == labels[i] {
-				correct++
-			}
-		}
-		total += n
-	}
-	if err := vb.Err(); err != nil {
-		return nil, 0, 0, err
-	}
-	return conf, float64(correct) / float64(max(total, 1)), time.Since(start).Seconds(), nil
 }

@@ -31,24 +31,11 @@ type Trainer struct {
 	closed bool
 	// evalOnly makes the workers run Forward only (evaluation).
 	evalOnly bool
-	// inference: built by NewEvaluator (no gradients, no optimizer state).
-	inference bool
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
 // as evenly as possible) and allocates the optimizer state.
 func NewTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams) (*Trainer, error) {
-	return newTrainer(p, batch, threads, adam, false)
-}
-
-// NewEvaluator compiles threads forward-only replicas (capsnet inference
-// nets: no gradients, no optimizer state) for Predict, Evaluate and
-// Confusion; TrainStep returns an error.
-func NewEvaluator(p *capsnet.Params, batch, threads int) (*Trainer, error) {
-	return newTrainer(p, batch, threads, kernels.AdamParams{}, true)
-}
-
-func newTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams, inference bool) (*Trainer, error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("batch %d must be positive", batch)
 	}
@@ -63,11 +50,7 @@ func newTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams, 
 		if r < batch%threads {
 			b++
 		}
-		newNet := capsnet.NewNet
-		if inference {
-			newNet = capsnet.NewInferenceNet
-		}
-		n, err := newNet(p, b)
+		n, err := capsnet.NewNet(p, b)
 		if err != nil {
 			return nil, err
 		}
@@ -75,11 +58,7 @@ func newTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams, 
 		t.starts = append(t.starts, start)
 		start += b
 	}
-	t.inference = inference
 	for _, q := range p.List {
-		if inference {
-			break
-		}
 		t.m = append(t.m, t.opt.Alloc("adam.m."+q.Name, graph.State, q.Buf.Len()))
 		t.v = append(t.v, t.opt.Alloc("adam.v."+q.Name, graph.State, q.Buf.Len()))
 		t.grad = append(t.grad, t.opt.Alloc("grad."+q.Name, graph.Grad, q.Buf.Len()))
@@ -138,9 +117,6 @@ func (t *Trainer) Plan() graph.Plan {
 // reduces the gradients and applies one Adam step with learning rate lr.
 // It returns the batch-mean margin and reconstruction losses.
 func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, recon float64, err error) {
-	if t.inference {
-		return 0, 0, fmt.Errorf("train step on an evaluator (built by NewEvaluator: no gradients)")
-	}
 	if len(labels) != t.Batch {
 		return 0, 0, fmt.Errorf("train step: %d labels for a batch of %d", len(labels), t.Batch)
 	}
@@ -210,27 +186,8 @@ func (t *Trainer) run(x []float32, labels []int, evalOnly bool) (err error) {
 	return err
 }
 
-// Predict runs the forward pass on a full batch (inference: the decoder is
-// masked by the predicted class) and writes the predicted classes to pred.
-func (t *Trainer) Predict(x []float32, labels []int, pred []int) error {
-	if len(labels) != t.Batch || len(pred) != t.Batch {
-		return fmt.Errorf("predict: labels and pred must hold %d entries", t.Batch)
-	}
-	if err := t.run(x, labels, true); err != nil {
-		return err
-	}
-	for r, n := range t.Reps {
-		copy(pred[t.starts[r]:], n.Pred())
-	}
-	return nil
-}
-
 // Moments exposes the optimizer state for checkpoints: Adam's first and
 // second moments of parameter i, in the parameter's internal layout.
-// An evaluator has none: both are nil.
 func (t *Trainer) Moments(i int) (m, v []float32) {
-	if t.inference {
-		return nil, nil
-	}
 	return t.m[i].Data(), t.v[i].Data()
 }

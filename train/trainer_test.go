@@ -5,18 +5,19 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
-	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/eval"
 )
 
-func smallData(t *testing.T) (*Dataset, *Dataset) {
+func smallData(t *testing.T) (*data.Dataset, *data.Dataset) {
 	t.Helper()
-	tr, te, err := LoadEmbeddedMNIST()
+	tr, te, err := data.LoadEmbeddedMNIST()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,16 +33,16 @@ func tinyOptions(t *testing.T, out string) Options {
 	return o
 }
 
-func paramsOf(t *testing.T, dir string) map[string]capsnet.Tensor {
+func paramsOf(t *testing.T, dir string) map[string]safetensors.Tensor {
 	t.Helper()
-	st, err := capsnet.ReadSafeTensors(filepath.Join(dir, CheckpointName))
+	st, err := safetensors.Read(filepath.Join(dir, CheckpointName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st.Tensors
 }
 
-func sameTensors(a, b map[string]capsnet.Tensor) (string, bool) {
+func sameTensors(a, b map[string]safetensors.Tensor) (string, bool) {
 	for k, ta := range a {
 		tb := b[k]
 		for i := range ta.Data {
@@ -79,6 +80,25 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 	if k, ok := sameTensors(paramsOf(t, a), paramsOf(t, c)); !ok {
 		t.Fatalf("resumed run differs from the uninterrupted one in %s", k)
 	}
+	// The same with the checkpoint read once by the caller (ReadResume, as
+	// tools/train does to take the run's model).
+	d := filepath.Join(base, "d")
+	run(d, 1, "")
+	ck, err := ReadResume(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Config.Name != "tiny-deep" || ck.Meta["epoch"] != "1" {
+		t.Fatalf("ReadResume: model %q, metadata %v", ck.Config.Name, ck.Meta)
+	}
+	od := tinyOptions(t, d)
+	od.Model, od.Resume, od.ResumeFrom = ck.Config, d, ck
+	if _, err := Run(context.Background(), od); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := sameTensors(paramsOf(t, a), paramsOf(t, d)); !ok {
+		t.Fatalf("run resumed from a checkpoint read by ReadResume differs in %s", k)
+	}
 	if len(ra.Epochs) != 2 || len(rc.Epochs) != 1 || rc.Epochs[0].Epoch != 2 {
 		t.Fatalf("epochs: uninterrupted %+v, resumed %+v", ra.Epochs, rc.Epochs)
 	}
@@ -113,7 +133,11 @@ func TestRunInterrupted(t *testing.T) {
 	if !res.Interrupted {
 		t.Fatal("run not marked interrupted")
 	}
-	if _, _, err := capsnet.LoadCheckpoint(filepath.Join(dir, CheckpointName), nil); err != nil {
+	ck, err := capsnet.ReadCheckpoint(filepath.Join(dir, CheckpointName))
+	if err == nil {
+		_, err = ck.Params(nil)
+	}
+	if err != nil {
 		t.Fatalf("checkpoint after interrupt: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -178,67 +202,21 @@ func TestTrainStepNoAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(5, step); a != 0 {
 		t.Errorf("a training step allocates %.1f times", a)
 	}
+	// Validation runs the training replicas forward only (eval.FromNets),
+	// without allocating either; training continues afterwards.
+	ev, err := eval.FromNets(tr.P, tr.Reps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
 	pred := make([]int, 8)
 	infer := func() {
-		if err := tr.Predict(x, labels, pred); err != nil {
+		if err := ev.Predict(x, labels, pred); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if a := testing.AllocsPerRun(5, infer); a != 0 {
 		t.Errorf("inference allocates %.1f times per batch", a)
 	}
-}
-
-// TestEvaluator checks that the forward-only evaluator predicts what the
-// trainer does, holds neither gradients nor optimizer state, does not
-// allocate, and refuses to train.
-func TestEvaluator(t *testing.T) {
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(4)
-	tr, err := NewTrainer(p, 8, 2, kernels.DefaultAdamParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	ev, err := NewEvaluator(p, 8, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ev.Close()
-	x := make([]float32, 8*28*28)
-	for i := range x {
-		x[i] = float32((i*7)%19) / 19
-	}
-	labels := []int{9, 8, 7, 6, 5, 4, 3, 2}
-	want, got := make([]int, 8), make([]int, 8)
-	if err := tr.Predict(x, labels, want); err != nil {
-		t.Fatal(err)
-	}
-	if err := ev.Predict(x, labels, got); err != nil {
-		t.Fatal(err)
-	}
-	for r := range tr.Reps {
-		if !slices.Equal(tr.Reps[r].Norms(), ev.Reps[r].Norms()) {
-			t.Errorf("replica %d: evaluator norms differ from the trainer's", r)
-		}
-	}
-	if !slices.Equal(want, got) {
-		t.Errorf("evaluator predicts %v, trainer %v", got, want)
-	}
-	pe, pt := ev.Plan(), tr.Plan()
-	if pe.Bytes[graph.Grad] != 0 || pe.Bytes[graph.ActGrad] != 0 || pe.Bytes[graph.State] != 0 {
-		t.Errorf("evaluator plan holds gradients or optimizer state: %+v", pe)
-	}
-	if pe.Total >= pt.Total {
-		t.Errorf("evaluator %d bytes, trainer %d", pe.Total, pt.Total)
-	}
-	if _, _, err := ev.TrainStep(x, labels, 1e-3); err == nil {
-		t.Error("TrainStep on an evaluator: no error")
-	}
-	if a := testing.AllocsPerRun(5, func() { _ = ev.Predict(x, labels, got) }); a != 0 {
-		t.Errorf("evaluator allocates %.1f times per batch", a)
-	}
+	step()
 }

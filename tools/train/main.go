@@ -22,6 +22,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/kernels"
 	"github.com/capstan-ml/capstan/train"
+	"github.com/capstan-ml/capstan/train/data"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	model := fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file")
-	data := fs.String("data", "embedded", "data set: "+strings.Join(train.DataSets, ", "))
+	dataName := fs.String("data", "embedded", "data set: "+strings.Join(data.DataSets, ", "))
 	dataDir := fs.String("data-dir", "", "directory holding the data set (default: the cache, see ./build.sh data)")
 	epochs := fs.Int("epochs", 0, "epochs (default: 5 for the embedded data, 30 otherwise)")
 	batch := fs.Int("batch", 0, "batch size (default: 64 for the embedded data, the paper's 512 otherwise)")
@@ -66,32 +67,39 @@ func run(args []string) error {
 	modelSet := false
 	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model" })
 	var cfg capsnet.Config
+	var ck *capsnet.Checkpoint // the -resume checkpoint, read once
 	var err error
-	if *resume != "" && !modelSet { // continue with the checkpoint's own model
-		if cfg, err = train.ResumeConfig(*resume); err != nil {
+	if *resume != "" {
+		if ck, err = train.ReadResume(*resume); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
+	}
+	if ck != nil && !modelSet { // continue with the checkpoint's own model
+		if !ck.HasConfig() {
+			return fmt.Errorf("-resume: %s has no model config in its metadata: name the model with -model", ck.Path)
+		}
+		cfg = ck.Config
 	} else if cfg, err = capsnet.LoadConfig(*model); err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
-	trainSet, testSet, err := train.LoadNamed(*data, *dataDir)
+	trainSet, testSet, err := data.LoadNamed(*dataName, *dataDir)
 	if err != nil {
-		return fmt.Errorf("-data %s: %w", *data, err)
+		return fmt.Errorf("-data %s: %w", *dataName, err)
 	}
 	o := train.DefaultOptions(cfg)
 	o.Train, o.Val = trainSet, testSet
 	if cfg.Input[1] != trainSet.H || cfg.Input[2] != trainSet.W {
 		// The paper's recipe: digits at a random position on an empty canvas
 		// for training, centred for validation.
-		o.TrainPlacement, o.ValPlacement, o.Canvas = train.PlacementRandom, train.PlacementCenter, cfg.Input[1]
+		o.TrainPlacement, o.ValPlacement, o.Canvas = data.PlacementRandom, data.PlacementCenter, cfg.Input[1]
 	} else if *shift != 0 {
 		if *shift < 0 || *shift >= trainSet.H {
 			return fmt.Errorf("-shift %d: want 0 to %d pixels", *shift, trainSet.H-1)
 		}
-		o.TrainPlacement, o.MaxShift = train.PlacementShift, *shift
+		o.TrainPlacement, o.MaxShift = data.PlacementShift, *shift
 	}
 	o.Epochs, o.Batch = 30, 512
-	if *data == "embedded" {
+	if *dataName == "embedded" {
 		o.Epochs, o.Batch = 5, 64
 	}
 	if *epochs != 0 {
@@ -101,7 +109,7 @@ func run(args []string) error {
 		o.Batch = *batch
 	}
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
-	o.TargetAcc, o.Seed, o.OutDir, o.Resume = *target, *seed, *out, *resume
+	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *target, *seed, *out, *resume, ck
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 
@@ -118,16 +126,16 @@ func run(args []string) error {
 	}
 	last := res.Epochs[len(res.Epochs)-1]
 	fmt.Printf("done: validation accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
-	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *data)
+	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *dataName)
 	return nil
 }
 
 // placementHint describes how training images are placed.
 func placementHint(o train.Options) string {
 	switch o.TrainPlacement {
-	case train.PlacementShift:
+	case data.PlacementShift:
 		return fmt.Sprintf("shift ±%d px", o.MaxShift)
-	case train.PlacementRandom:
+	case data.PlacementRandom:
 		return fmt.Sprintf("random on %d×%d", o.Canvas, o.Canvas)
 	}
 	return o.TrainPlacement.String()

@@ -1,4 +1,4 @@
-package train
+package data
 
 import (
 	"fmt"
@@ -94,7 +94,7 @@ func (b *Batch) Image(i int) Image {
 // Filling a batch does not allocate. A Batcher is not safe for concurrent
 // use.
 //
-//	it, err := train.NewBatcher(ds, cfg)
+//	it, err := data.NewBatcher(ds, cfg)
 //	batch := it.NewBatch()
 //	for epoch := 0; epoch < epochs; epoch++ {
 //		it.StartEpoch(epoch)
@@ -130,7 +130,7 @@ func NewBatcher(ds *Dataset, cfg BatchConfig) (*Batcher, error) {
 		return nil, err
 	}
 	if cfg.Size <= 0 {
-		return nil, fmt.Errorf("train: batch size %d, want > 0", cfg.Size)
+		return nil, fmt.Errorf("data: batch size %d, want > 0", cfg.Size)
 	}
 	h, w := ds.H, ds.W
 	switch cfg.Placement {
@@ -140,15 +140,15 @@ func NewBatcher(ds *Dataset, cfg BatchConfig) (*Batcher, error) {
 			cfg.CanvasH, cfg.CanvasW = AffNISTCanvas, AffNISTCanvas
 		}
 		if cfg.CanvasH < ds.H || cfg.CanvasW < ds.W {
-			return nil, fmt.Errorf("train: %s: %d×%d images do not fit on a %d×%d canvas", ds.Name, ds.H, ds.W, cfg.CanvasH, cfg.CanvasW)
+			return nil, fmt.Errorf("data: %s: %d×%d images do not fit on a %d×%d canvas", ds.Name, ds.H, ds.W, cfg.CanvasH, cfg.CanvasW)
 		}
 		h, w = cfg.CanvasH, cfg.CanvasW
 	case PlacementShift:
 		if cfg.MaxShift < 0 {
-			return nil, fmt.Errorf("train: shift of %d pixels, want ≥ 0", cfg.MaxShift)
+			return nil, fmt.Errorf("data: shift of %d pixels, want ≥ 0", cfg.MaxShift)
 		}
 	default:
-		return nil, fmt.Errorf("train: unknown placement %d", int(cfg.Placement))
+		return nil, fmt.Errorf("data: unknown placement %d", int(cfg.Placement))
 	}
 	b := &Batcher{
 		ds: ds, cfg: cfg, h: h, w: w,
@@ -214,7 +214,7 @@ func (b *Batcher) Next(dst *Batch) bool {
 	}
 	c, h, w := b.Shape()
 	if dst.C != c || dst.H != h || dst.W != w || dst.Cap() < b.cfg.Size || len(dst.Index) < b.cfg.Size || len(dst.X) < b.cfg.Size*c*h*w {
-		b.err = fmt.Errorf("train: batch buffer of %d×%d×%d×%d (%d values), want at least %d×%d×%d×%d", dst.Cap(), dst.C, dst.H, dst.W, len(dst.X), b.cfg.Size, c, h, w)
+		b.err = fmt.Errorf("data: batch buffer of %d×%d×%d×%d (%d values), want at least %d×%d×%d×%d", dst.Cap(), dst.C, dst.H, dst.W, len(dst.X), b.cfg.Size, c, h, w)
 		return false
 	}
 	n := min(b.cfg.Size, b.ds.N-b.pos)
@@ -241,7 +241,7 @@ func (b *Batcher) Next(dst *Batch) bool {
 			_, _, err = ShiftRandom(out, in, b.cfg.MaxShift, b.rngPl)
 		}
 		if err != nil {
-			b.err = fmt.Errorf("train: %s: sample %d: %w", b.ds.Name, idx, err)
+			b.err = fmt.Errorf("data: %s: sample %d: %w", b.ds.Name, idx, err)
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package train
+package data
 
 import (
 	"bufio"
@@ -158,7 +158,7 @@ func ReadIDXLabelsFS(fsys fs.FS, name string) ([]uint8, error) {
 // Wrap w in a gzip.Writer for a .gz file.
 func WriteIDXImages(w io.Writer, img *IDXImages) error {
 	if img.N < 0 || img.Rows < 0 || img.Cols < 0 || len(img.Pix) != img.N*img.Rows*img.Cols {
-		return fmt.Errorf("train: WriteIDXImages: %d pixels for %d images of %d×%d", len(img.Pix), img.N, img.Rows, img.Cols)
+		return fmt.Errorf("data: WriteIDXImages: %d pixels for %d images of %d×%d", len(img.Pix), img.N, img.Rows, img.Cols)
 	}
 	var hdr [16]byte
 	binary.BigEndian.PutUint32(hdr[0:], IDXImagesMagic)
@@ -166,10 +166,10 @@ func WriteIDXImages(w io.Writer, img *IDXImages) error {
 	binary.BigEndian.PutUint32(hdr[8:], uint32(img.Rows))
 	binary.BigEndian.PutUint32(hdr[12:], uint32(img.Cols))
 	if _, err := w.Write(hdr[:]); err != nil {
-		return fmt.Errorf("train: writing IDX header: %w", err)
+		return fmt.Errorf("data: writing IDX header: %w", err)
 	}
 	if _, err := w.Write(img.Pix); err != nil {
-		return fmt.Errorf("train: writing IDX pixels: %w", err)
+		return fmt.Errorf("data: writing IDX pixels: %w", err)
 	}
 	return nil
 }
@@ -180,10 +180,10 @@ func WriteIDXLabels(w io.Writer, labels []uint8) error {
 	binary.BigEndian.PutUint32(hdr[0:], IDXLabelsMagic)
 	binary.BigEndian.PutUint32(hdr[4:], uint32(len(labels)))
 	if _, err := w.Write(hdr[:]); err != nil {
-		return fmt.Errorf("train: writing IDX header: %w", err)
+		return fmt.Errorf("data: writing IDX header: %w", err)
 	}
 	if _, err := w.Write(labels); err != nil {
-		return fmt.Errorf("train: writing IDX labels: %w", err)
+		return fmt.Errorf("data: writing IDX labels: %w", err)
 	}
 	return nil
 }

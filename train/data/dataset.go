@@ -1,4 +1,4 @@
-package train
+package data
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ type Dataset struct {
 // NewDataset allocates a zeroed dataset of n images of c×h×w pixels.
 func NewDataset(name string, n, c, h, w, classes int) (*Dataset, error) {
 	if n < 0 || c <= 0 || h <= 0 || w <= 0 || classes <= 0 || classes > 256 {
-		return nil, fmt.Errorf("train: NewDataset %q: bad shape n=%d c=%d h=%d w=%d classes=%d", name, n, c, h, w, classes)
+		return nil, fmt.Errorf("data: NewDataset %q: bad shape n=%d c=%d h=%d w=%d classes=%d", name, n, c, h, w, classes)
 	}
 	return &Dataset{
 		Name: name, N: n, C: c, H: h, W: w, Classes: classes,
@@ -51,7 +51,7 @@ func (d *Dataset) Image(i int) Image {
 // the training set.
 func (d *Dataset) Slice(lo, hi int) (*Dataset, error) {
 	if lo < 0 || hi < lo || hi > d.N {
-		return nil, fmt.Errorf("train: %s: slice [%d:%d] out of range of %d images", d.Name, lo, hi, d.N)
+		return nil, fmt.Errorf("data: %s: slice [%d:%d] out of range of %d images", d.Name, lo, hi, d.N)
 	}
 	sz := d.ImageSize()
 	return &Dataset{
@@ -66,19 +66,19 @@ func (d *Dataset) Slice(lo, hi int) (*Dataset, error) {
 // and the labels in range.
 func (d *Dataset) Validate() error {
 	if d.N < 0 || d.C <= 0 || d.H <= 0 || d.W <= 0 || d.Classes <= 0 {
-		return fmt.Errorf("train: %s: bad shape n=%d c=%d h=%d w=%d classes=%d", d.Name, d.N, d.C, d.H, d.W, d.Classes)
+		return fmt.Errorf("data: %s: bad shape n=%d c=%d h=%d w=%d classes=%d", d.Name, d.N, d.C, d.H, d.W, d.Classes)
 	}
 	if len(d.X) != d.N*d.ImageSize() || len(d.Y) != d.N {
-		return fmt.Errorf("train: %s: %d pixels and %d labels for %d images of %d×%d×%d", d.Name, len(d.X), len(d.Y), d.N, d.C, d.H, d.W)
+		return fmt.Errorf("data: %s: %d pixels and %d labels for %d images of %d×%d×%d", d.Name, len(d.X), len(d.Y), d.N, d.C, d.H, d.W)
 	}
 	for i, v := range d.X {
 		if !(v >= 0 && v <= 1) {
-			return fmt.Errorf("train: %s: pixel %d of image %d is %v, outside [0,1]", d.Name, i%d.ImageSize(), i/d.ImageSize(), v)
+			return fmt.Errorf("data: %s: pixel %d of image %d is %v, outside [0,1]", d.Name, i%d.ImageSize(), i/d.ImageSize(), v)
 		}
 	}
 	for i, y := range d.Y {
 		if int(y) >= d.Classes {
-			return fmt.Errorf("train: %s: label %d of image %d is outside 0..%d", d.Name, y, i, d.Classes-1)
+			return fmt.Errorf("data: %s: label %d of image %d is outside 0..%d", d.Name, y, i, d.Classes-1)
 		}
 	}
 	return nil
@@ -139,7 +139,7 @@ func LoadMNISTFS(fsys fs.FS, dir, name string) (trainSet, testSet *Dataset, err 
 
 func loadIDXDir(dir, name string) (*Dataset, *Dataset, error) {
 	if _, err := os.Stat(dir); err != nil {
-		return nil, nil, fmt.Errorf("train: loading %s: %w", name, err)
+		return nil, nil, fmt.Errorf("data: loading %s: %w", name, err)
 	}
 	return loadIDXPairs(os.DirFS(dir), ".", dir, name)
 }
@@ -160,28 +160,28 @@ func loadIDXPairs(fsys fs.FS, dir, display, name string) (*Dataset, *Dataset, er
 func loadIDXSplit(fsys fs.FS, dir, display, imagesBase, labelsBase, name string) (*Dataset, error) {
 	imgFile, imgShown, err := openEither(fsys, dir, display, imagesBase)
 	if err != nil {
-		return nil, fmt.Errorf("train: loading %s: %w", name, err)
+		return nil, fmt.Errorf("data: loading %s: %w", name, err)
 	}
 	img, err := ReadIDXImages(imgFile, imgShown)
 	imgFile.Close()
 	if err != nil {
-		return nil, fmt.Errorf("train: loading %s: %w", name, err)
+		return nil, fmt.Errorf("data: loading %s: %w", name, err)
 	}
 	lblFile, lblShown, err := openEither(fsys, dir, display, labelsBase)
 	if err != nil {
-		return nil, fmt.Errorf("train: loading %s: %w", name, err)
+		return nil, fmt.Errorf("data: loading %s: %w", name, err)
 	}
 	labels, err := ReadIDXLabels(lblFile, lblShown)
 	lblFile.Close()
 	if err != nil {
-		return nil, fmt.Errorf("train: loading %s: %w", name, err)
+		return nil, fmt.Errorf("data: loading %s: %w", name, err)
 	}
 	if len(labels) != img.N {
-		return nil, fmt.Errorf("train: loading %s: file %s has %d labels but file %s has %d images", name, lblShown, len(labels), imgShown, img.N)
+		return nil, fmt.Errorf("data: loading %s: file %s has %d labels but file %s has %d images", name, lblShown, len(labels), imgShown, img.N)
 	}
 	for i, y := range labels {
 		if y > 9 {
-			return nil, fmt.Errorf("train: loading %s: file %s: label %d of item %d is outside 0..9", name, lblShown, y, i)
+			return nil, fmt.Errorf("data: loading %s: file %s: label %d of item %d is outside 0..9", name, lblShown, y, i)
 		}
 	}
 	d := &Dataset{
@@ -227,7 +227,7 @@ func LoadCIFAR10(dir string) (trainSet, testSet *Dataset, err error) {
 		dir = filepath.Join(dir, "cifar-10-batches-bin")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		return nil, nil, fmt.Errorf("train: loading cifar10: %w", err)
+		return nil, nil, fmt.Errorf("data: loading cifar10: %w", err)
 	}
 	return loadCIFAR10(os.DirFS(dir), dir)
 }
@@ -260,14 +260,14 @@ func loadCIFARFiles(fsys fs.FS, display string, files []string, name string) (*D
 		shown := filepath.Join(display, f)
 		raw, err := readAllFS(fsys, f)
 		if err != nil {
-			return nil, fmt.Errorf("train: loading %s: file %s: %w", name, shown, err)
+			return nil, fmt.Errorf("data: loading %s: file %s: %w", name, shown, err)
 		}
 		if rem := len(raw) % cifarRecord; rem != 0 {
-			return nil, fmt.Errorf("train: loading %s: file %s: truncated: record %d has %d of %d bytes", name, shown, len(raw)/cifarRecord, rem, cifarRecord)
+			return nil, fmt.Errorf("data: loading %s: file %s: truncated: record %d has %d of %d bytes", name, shown, len(raw)/cifarRecord, rem, cifarRecord)
 		}
 		for r := 0; r < len(raw)/cifarRecord; r++ {
 			if y := raw[r*cifarRecord]; y > 9 {
-				return nil, fmt.Errorf("train: loading %s: file %s: record %d has label %d, outside 0..9", name, shown, r, y)
+				return nil, fmt.Errorf("data: loading %s: file %s: record %d has label %d, outside 0..9", name, shown, r, y)
 			}
 		}
 		raws = append(raws, raw)

@@ -1,4 +1,4 @@
-package train
+package data
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ type Image struct {
 
 func (im Image) check(what string) error {
 	if im.C <= 0 || im.H <= 0 || im.W <= 0 || len(im.Pix) != im.C*im.H*im.W {
-		return fmt.Errorf("train: %s image: %d pixels for %d×%d×%d", what, len(im.Pix), im.C, im.H, im.W)
+		return fmt.Errorf("data: %s image: %d pixels for %d×%d×%d", what, len(im.Pix), im.C, im.H, im.W)
 	}
 	return nil
 }
@@ -28,10 +28,10 @@ func checkPair(dst, src Image) error {
 		return err
 	}
 	if dst.C != src.C {
-		return fmt.Errorf("train: %d source channels, %d destination channels", src.C, dst.C)
+		return fmt.Errorf("data: %d source channels, %d destination channels", src.C, dst.C)
 	}
 	if src.H > dst.H || src.W > dst.W {
-		return fmt.Errorf("train: a %d×%d image does not fit on a %d×%d canvas", src.H, src.W, dst.H, dst.W)
+		return fmt.Errorf("data: a %d×%d image does not fit on a %d×%d canvas", src.H, src.W, dst.H, dst.W)
 	}
 	return nil
 }
@@ -44,7 +44,7 @@ func PlaceAt(dst, src Image, y0, x0 int) error {
 		return err
 	}
 	if y0 < 0 || x0 < 0 || y0+src.H > dst.H || x0+src.W > dst.W {
-		return fmt.Errorf("train: a %d×%d image at (%d,%d) does not fit on a %d×%d canvas", src.H, src.W, y0, x0, dst.H, dst.W)
+		return fmt.Errorf("data: a %d×%d image at (%d,%d) does not fit on a %d×%d canvas", src.H, src.W, y0, x0, dst.H, dst.W)
 	}
 	placeAt(dst, src, y0, x0)
 	return nil
@@ -99,7 +99,7 @@ func Shift(dst, src Image, dy, dx int) error {
 		return err
 	}
 	if dst.H != src.H || dst.W != src.W {
-		return fmt.Errorf("train: shift of a %d×%d image into a %d×%d one", src.H, src.W, dst.H, dst.W)
+		return fmt.Errorf("data: shift of a %d×%d image into a %d×%d one", src.H, src.W, dst.H, dst.W)
 	}
 	shift(dst, src, dy, dx)
 	return nil
@@ -127,7 +127,7 @@ func shift(dst, src Image, dy, dx int) {
 // augmentation: up to 2 pixels on 28×28 MNIST).
 func ShiftRandom(dst, src Image, maxShift int, rng *rand.Rand) (dy, dx int, err error) {
 	if maxShift < 0 {
-		return 0, 0, fmt.Errorf("train: shift of %d pixels, want ≥ 0", maxShift)
+		return 0, 0, fmt.Errorf("data: shift of %d pixels, want ≥ 0", maxShift)
 	}
 	dy = rng.IntN(2*maxShift+1) - maxShift
 	dx = rng.IntN(2*maxShift+1) - maxShift
@@ -179,13 +179,13 @@ func (a Affine) Matrix() [2][2]float64 {
 // give exactly 1 and 0 and integer shifts move pixels exactly.
 func (a Affine) inverse() ([2][2]float64, error) {
 	if !(a.Scale > 0) || math.IsInf(a.Scale, 0) {
-		return [2][2]float64{}, fmt.Errorf("train: affine scale %v, want a finite value > 0", a.Scale)
+		return [2][2]float64{}, fmt.Errorf("data: affine scale %v, want a finite value > 0", a.Scale)
 	}
 	if !(math.Abs(a.Shear) < 90) {
-		return [2][2]float64{}, fmt.Errorf("train: affine shear %v°, want inside (−90°, 90°)", a.Shear)
+		return [2][2]float64{}, fmt.Errorf("data: affine shear %v°, want inside (−90°, 90°)", a.Shear)
 	}
 	if math.IsNaN(a.Rotation) || math.IsInf(a.Rotation, 0) || math.IsNaN(a.TX) || math.IsInf(a.TX, 0) || math.IsNaN(a.TY) || math.IsInf(a.TY, 0) {
-		return [2][2]float64{}, fmt.Errorf("train: affine map %+v is not finite", a)
+		return [2][2]float64{}, fmt.Errorf("data: affine map %+v is not finite", a)
 	}
 	th := a.Rotation * math.Pi / 180
 	k := math.Tan(a.Shear * math.Pi / 180)
@@ -332,7 +332,7 @@ func AffNIST(src *Dataset, seed uint64) (*Dataset, error) {
 	for i := 0; i < src.N; i++ {
 		a := g.affine(seed, i)
 		if err := a.Apply(d.Image(i), src.Image(i)); err != nil {
-			return nil, fmt.Errorf("train: AffNIST of %s, image %d: %w", src.Name, i, err)
+			return nil, fmt.Errorf("data: AffNIST of %s, image %d: %w", src.Name, i, err)
 		}
 	}
 	return d, nil
@@ -374,7 +374,7 @@ func ParseFamily(s string) (Family, error) {
 			return Family(i), nil
 		}
 	}
-	return 0, fmt.Errorf("train: unknown transformation family %q (want rotation, shear, scale, translate-x or translate-y)", s)
+	return 0, fmt.Errorf("data: unknown transformation family %q (want rotation, shear, scale, translate-x or translate-y)", s)
 }
 
 // FamilyAffine returns the affine map of family f at magnitude m.
@@ -392,7 +392,7 @@ func FamilyAffine(f Family, m float64) (Affine, error) {
 	case FamilyTranslateY:
 		a.TY = m
 	default:
-		return a, fmt.Errorf("train: unknown transformation family %d", int(f))
+		return a, fmt.Errorf("data: unknown transformation family %d", int(f))
 	}
 	return a, nil
 }
@@ -411,7 +411,7 @@ func Transform(dst, src Image, f Family, magnitude float64) error {
 // shapeOK checks the shape and slice lengths (not the values).
 func (d *Dataset) shapeOK() error {
 	if d.N < 0 || d.C <= 0 || d.H <= 0 || d.W <= 0 || len(d.X) != d.N*d.C*d.H*d.W || len(d.Y) != d.N {
-		return fmt.Errorf("train: %s: %d pixels and %d labels for %d images of %d×%d×%d", d.Name, len(d.X), len(d.Y), d.N, d.C, d.H, d.W)
+		return fmt.Errorf("data: %s: %d pixels and %d labels for %d images of %d×%d×%d", d.Name, len(d.X), len(d.Y), d.N, d.C, d.H, d.W)
 	}
 	return nil
 }

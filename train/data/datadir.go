@@ -1,4 +1,4 @@
-package train
+package data
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ func DataDir() (string, error) {
 	}
 	c, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("train: no data directory: set %s (%w)", DataDirEnv, err)
+		return "", fmt.Errorf("data: no data directory: set %s (%w)", DataDirEnv, err)
 	}
 	return filepath.Join(c, "capstan"), nil
 }

@@ -1,0 +1,10 @@
+// Package capsnet builds capsule networks from JSON configurations and
+// presets (Config, Presets, LoadConfig): the parameters in one arena
+// (Params, initialised as PyTorch initialises the reference model), the
+// compiled training and inference graphs (NewNet, NewInferenceNet) with the
+// margin and reconstruction losses, checkpoints in PyTorch's state-dict
+// names and layouts (SaveCheckpoint; ReadCheckpoint reads a file once,
+// Checkpoint.Params or Params.Load converts it), and the dump of every
+// intermediate the PyTorch oracle writes (Dump, DumpFiles). The file format
+// itself is package capsnet/safetensors.
+package capsnet

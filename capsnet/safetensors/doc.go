@@ -1,0 +1,12 @@
+// Package safetensors reads, validates and atomically writes files in the
+// safetensors format (an 8-byte little-endian header length, a JSON header
+// mapping tensor names to dtype, shape and data_offsets plus an optional
+// __metadata__ map of strings, then the raw little-endian data). It decodes
+// F32 tensors, the only dtype Capstan stores; it checks every header entry
+// and every offset against the file's size before reading any data, so a
+// truncated or corrupt file is an error naming the file and the tensor,
+// never a panic or a huge allocation.
+//
+// It is a leaf package (standard library only): capsnet, the tools and the
+// tests of every package, kernels included, use it.
+package safetensors

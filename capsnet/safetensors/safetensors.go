@@ -1,0 +1,292 @@
+package safetensors
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Tensor is one named float32 tensor of a safetensors file, in row-major
+// order with its PyTorch shape.
+type Tensor struct {
+	Shape []int
+	Data  []float32
+}
+
+// NumElements returns the product of the shape (1 for a scalar).
+func NumElements(shape []int) int {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	return n
+}
+
+// File is the content of a safetensors file: tensors by name and the string
+// metadata of the header's __metadata__ entry (never nil after Read).
+type File struct {
+	Tensors  map[string]Tensor
+	Metadata map[string]string
+}
+
+// MaxHeader bounds the JSON header a reader accepts (safetensors itself caps
+// it at 100 MB); a larger value means a corrupt or foreign file.
+const MaxHeader = 100 << 20
+
+// dtypeSize is the element size of every dtype of the format; Read decodes
+// F32 only and names the others as unsupported.
+var dtypeSize = map[string]int{
+	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
+	"I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+	"I32": 4, "U32": 4, "F32": 4,
+	"I64": 8, "U64": 8, "F64": 8,
+}
+
+type entry struct {
+	DType   string  `json:"dtype"`
+	Shape   []int   `json:"shape"`
+	Offsets []int64 `json:"data_offsets"`
+}
+
+// Read reads and validates a safetensors file: the header length and JSON,
+// every entry's dtype (F32 only is decoded), shape and data_offsets, checked
+// against the file's size before any data is read; the data section must be
+// covered exactly, without holes, overlaps or trailing bytes, as the format
+// requires. Every error names the file and, where one is at fault, the
+// tensor.
+func Read(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	out, err := Decode(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// Decode reads a safetensors stream of size bytes from r, with the checks
+// of Read.
+func Decode(r io.Reader, size int64) (*File, error) {
+	var lenBuf [8]byte
+	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+		return nil, fmt.Errorf("not a safetensors file: truncated before the 8-byte header length")
+	}
+	hlen := binary.LittleEndian.Uint64(lenBuf[:])
+	if hlen < 2 || hlen > MaxHeader {
+		return nil, fmt.Errorf("not a safetensors file: header length %d out of range", hlen)
+	}
+	if int64(hlen) > size-8 {
+		return nil, fmt.Errorf("truncated: header of %d bytes, file of %d", hlen, size)
+	}
+	hdr := make([]byte, hlen)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &raw); err != nil {
+		return nil, fmt.Errorf("corrupt JSON header: %v", err)
+	}
+	out := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
+	type span struct {
+		name  string
+		e     entry
+		count int
+	}
+	var spans []span
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &out.Metadata); err != nil {
+				return nil, fmt.Errorf("corrupt __metadata__ (must map strings to strings): %v", err)
+			}
+			if out.Metadata == nil { // "__metadata__": null
+				out.Metadata = map[string]string{}
+			}
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, fmt.Errorf("tensor %q: corrupt header entry: %v", name, err)
+		}
+		esize, known := dtypeSize[e.DType]
+		if !known {
+			return nil, fmt.Errorf("tensor %q: unknown dtype %q", name, e.DType)
+		}
+		if len(e.Offsets) != 2 || e.Offsets[0] < 0 || e.Offsets[1] < e.Offsets[0] {
+			return nil, fmt.Errorf("tensor %q: bad data_offsets %v", name, e.Offsets)
+		}
+		n := 1
+		for _, s := range e.Shape {
+			if s < 0 || (s > 0 && n > math.MaxInt32/s) {
+				return nil, fmt.Errorf("tensor %q: bad shape %v", name, e.Shape)
+			}
+			n *= s
+		}
+		if int64(n)*int64(esize) != e.Offsets[1]-e.Offsets[0] {
+			return nil, fmt.Errorf("tensor %q: shape %v of %s needs %d bytes, data_offsets give %d", name, e.Shape, e.DType, n*esize, e.Offsets[1]-e.Offsets[0])
+		}
+		if e.DType != "F32" {
+			return nil, fmt.Errorf("tensor %q: dtype %s not supported (F32 only)", name, e.DType)
+		}
+		spans = append(spans, span{name, e, n})
+	}
+	sort.Slice(spans, func(a, b int) bool {
+		if spans[a].e.Offsets[0] != spans[b].e.Offsets[0] {
+			return spans[a].e.Offsets[0] < spans[b].e.Offsets[0]
+		}
+		return spans[a].e.Offsets[1] < spans[b].e.Offsets[1]
+	})
+	// Validate the layout against the file before reading any data.
+	dataSize := size - 8 - int64(hlen)
+	var pos int64
+	for _, s := range spans {
+		switch {
+		case s.e.Offsets[0] < pos:
+			return nil, fmt.Errorf("tensor %q: data_offsets %v overlap the previous tensor (which ends at %d)", s.name, s.e.Offsets, pos)
+		case s.e.Offsets[0] > pos:
+			return nil, fmt.Errorf("tensor %q: hole in the data before offset %d (previous tensor ends at %d)", s.name, s.e.Offsets[0], pos)
+		case s.e.Offsets[1] > dataSize:
+			return nil, fmt.Errorf("tensor %q: truncated: data_offsets %v beyond the %d data bytes of the file", s.name, s.e.Offsets, dataSize)
+		}
+		pos = s.e.Offsets[1]
+	}
+	if pos != dataSize {
+		return nil, fmt.Errorf("%d bytes after the last tensor's data (tensors end at %d of %d data bytes)", dataSize-pos, pos, dataSize)
+	}
+	buf := make([]byte, 0)
+	for _, s := range spans {
+		nb := s.count * 4
+		if cap(buf) < nb {
+			buf = make([]byte, nb)
+		}
+		buf = buf[:nb]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, fmt.Errorf("tensor %q: truncated data (file ends inside it)", s.name)
+		}
+		data := make([]float32, s.count)
+		for i := range data {
+			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+		}
+		out.Tensors[s.name] = Tensor{Shape: append([]int{}, s.e.Shape...), Data: data}
+	}
+	return out, nil
+}
+
+// Write writes tensors (sorted by name, F32) and metadata to path
+// atomically (see WriteAtomic): path is never left half-written, and a
+// full disk leaves the old file intact and returns an error.
+func Write(path string, tensors map[string]Tensor, metadata map[string]string) error {
+	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, tensors, metadata) })
+}
+
+// Encode writes tensors (sorted by name, F32) and metadata to w in the
+// safetensors format; the header is padded with spaces to a multiple of 8
+// bytes. A tensor whose shape does not match its data is an error.
+func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) error {
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	hdr := map[string]any{}
+	if len(metadata) > 0 {
+		hdr["__metadata__"] = metadata
+	}
+	var off int64
+	for _, n := range names {
+		if n == "__metadata__" {
+			return fmt.Errorf("tensor name %q is reserved", n)
+		}
+		t := tensors[n]
+		if NumElements(t.Shape) != len(t.Data) {
+			return fmt.Errorf("tensor %q: shape %v does not match %d values", n, t.Shape, len(t.Data))
+		}
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{}
+		}
+		end := off + int64(len(t.Data))*4
+		hdr[n] = entry{DType: "F32", Shape: shape, Offsets: []int64{off, end}}
+		off = end
+	}
+	hb, err := json.Marshal(hdr)
+	if err != nil {
+		return fmt.Errorf("safetensors header: %w", err)
+	}
+	for len(hb)%8 != 0 {
+		hb = append(hb, ' ')
+	}
+	var lb [8]byte
+	binary.LittleEndian.PutUint64(lb[:], uint64(len(hb)))
+	if _, err := w.Write(lb[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(hb); err != nil {
+		return err
+	}
+	buf := make([]byte, 0, 1<<16)
+	for _, n := range names {
+		for _, v := range tensors[n].Data {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			if len(buf) == cap(buf) {
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	_, err = w.Write(buf)
+	return err
+}
+
+// WriteAtomic writes path via a temporary file in the same directory: fill
+// writes the content, then the file is fsynced, closed and renamed over
+// path, and the directory is fsynced. On any error the temporary file is
+// removed, path is untouched and the error names path.
+func WriteAtomic(path string, fill func(io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("writing %s: %w", path, err)
+		}
+	}()
+	if err = fill(tmp); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		serr := d.Sync()
+		d.Close()
+		if serr != nil && !errors.Is(serr, os.ErrInvalid) {
+			return serr
+		}
+	}
+	return nil
+}

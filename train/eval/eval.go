@@ -1,0 +1,331 @@
+package eval
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/train/data"
+)
+
+// Evaluator classifies fixed-size batches with data-parallel replicas of a
+// model. Each replica takes a fixed slice of the batch, so results do not
+// depend on the thread count. After the first batch nothing allocates. An
+// Evaluator is not safe for concurrent use; Close stops its goroutines.
+type Evaluator struct {
+	p      *capsnet.Params
+	reps   []*capsnet.Net
+	starts []int // first sample of each replica
+	batch  int
+	img    int // values per image
+	// owned: the replicas were compiled by New (their memory is the
+	// evaluator's); FromNets borrows them.
+	owned bool
+
+	x      []float32 // the batch of the current run
+	labels []int
+	work   []chan struct{}
+	done   chan error
+	closed bool
+
+	// Scratch of the Batcher loops, allocated on first use.
+	pad      []float32
+	labelBuf []int
+	predBuf  []int
+}
+
+// New compiles threads forward-only replicas (capsnet.NewInferenceNet) of
+// p for a total batch size batch, split as evenly as possible (threads is
+// capped at batch).
+func New(p *capsnet.Params, batch, threads int) (*Evaluator, error) {
+	if p == nil {
+		return nil, fmt.Errorf("eval: no parameters")
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("eval: batch %d must be positive", batch)
+	}
+	if threads <= 0 {
+		return nil, fmt.Errorf("eval: threads %d must be positive", threads)
+	}
+	threads = min(threads, batch)
+	nets := make([]*capsnet.Net, 0, threads)
+	for r := 0; r < threads; r++ {
+		b := batch / threads
+		if r < batch%threads {
+			b++
+		}
+		n, err := capsnet.NewInferenceNet(p, b)
+		if err != nil {
+			return nil, fmt.Errorf("eval: replica %d: %w", r, err)
+		}
+		nets = append(nets, n)
+	}
+	e, err := FromNets(p, nets)
+	if err != nil {
+		return nil, err
+	}
+	e.owned = true
+	return e, nil
+}
+
+// FromNets makes an evaluator over nets already compiled for p (the
+// trainer's replicas: validation then needs no memory of its own and
+// computes exactly what the training graphs compute). The evaluator runs
+// them forward only, with the decoder masked by the prediction; whoever
+// else drives the nets must not run them at the same time.
+func FromNets(p *capsnet.Params, nets []*capsnet.Net) (*Evaluator, error) {
+	if p == nil || len(nets) == 0 {
+		return nil, fmt.Errorf("eval: no parameters or no nets")
+	}
+	e := &Evaluator{p: p, img: inputLen(nets[0]), done: make(chan error, len(nets))}
+	for r, n := range nets {
+		if n.P != p {
+			return nil, fmt.Errorf("eval: net %d was compiled for other parameters", r)
+		}
+		if inputLen(n) != e.img {
+			return nil, fmt.Errorf("eval: net %d takes images of %d values, net 0 of %d", r, inputLen(n), e.img)
+		}
+		e.reps = append(e.reps, n)
+		e.starts = append(e.starts, e.batch)
+		e.batch += n.Batch
+	}
+	for r := range e.reps {
+		ch := make(chan struct{})
+		e.work = append(e.work, ch)
+		go e.worker(r, ch)
+	}
+	return e, nil
+}
+
+// inputLen is the number of values of one input image of n.
+func inputLen(n *capsnet.Net) int { return n.X.Len() / n.Batch }
+
+// forward runs replica n forward only, decoder masked by the prediction,
+// on its slice of the batch (labels feed only the loss; nil clears them).
+// It is the only place that feeds a Net.
+func forward(n *capsnet.Net, x []float32, labels []int) error {
+	copy(n.X.Data(), x)
+	if labels == nil {
+		clear(n.Labels)
+	} else {
+		copy(n.Labels, labels)
+	}
+	n.MaskByLabel = false
+	return n.Forward()
+}
+
+func (e *Evaluator) worker(r int, ch chan struct{}) {
+	n := e.reps[r]
+	for range ch {
+		s := e.starts[r]
+		var labels []int
+		if e.labels != nil {
+			labels = e.labels[s : s+n.Batch]
+		}
+		err := forward(n, e.x[s*e.img:(s+n.Batch)*e.img], labels)
+		if err != nil {
+			err = fmt.Errorf("replica %d: %w", r, err)
+		}
+		e.done <- err
+	}
+}
+
+// Close stops the replica goroutines. The evaluator must not be used
+// afterwards.
+func (e *Evaluator) Close() {
+	if e.closed {
+		return
+	}
+	e.closed = true
+	for _, ch := range e.work {
+		close(ch)
+	}
+}
+
+// Params returns the parameters the evaluator runs.
+func (e *Evaluator) Params() *capsnet.Params { return e.p }
+
+// Batch returns the compiled batch size: Predict takes exactly this many
+// images.
+func (e *Evaluator) Batch() int { return e.batch }
+
+// Replicas returns the number of replicas (threads actually used).
+func (e *Evaluator) Replicas() int { return len(e.reps) }
+
+// Plan is the memory plan of the parameters and the replicas (for an
+// evaluator made by FromNets, of the nets it borrows).
+func (e *Evaluator) Plan() graph.Plan {
+	p := e.p.Arena.Plan()
+	for _, n := range e.reps {
+		p = p.Add(n.Plan())
+	}
+	return p
+}
+
+// Predict runs the forward pass on a full batch x (Batch() images, NCHW)
+// and writes the predicted classes to pred (Batch() entries). labels may
+// be nil: they feed only the loss, which evaluation does not report.
+func (e *Evaluator) Predict(x []float32, labels []int, pred []int) error {
+	if e.closed {
+		return fmt.Errorf("predict: evaluator closed")
+	}
+	if len(x) != e.batch*e.img {
+		return fmt.Errorf("predict: x has %d values, a batch of %d images needs %d", len(x), e.batch, e.batch*e.img)
+	}
+	if len(pred) != e.batch || (labels != nil && len(labels) != e.batch) {
+		return fmt.Errorf("predict: labels (%d) and pred (%d) must hold %d entries", len(labels), len(pred), e.batch)
+	}
+	classes := e.p.Config.Classes
+	for i, y := range labels {
+		if y < 0 || y >= classes {
+			return fmt.Errorf("predict: label %d of sample %d is not a class in 0..%d", y, i, classes-1)
+		}
+	}
+	e.x, e.labels = x, labels
+	var err error
+	for _, ch := range e.work {
+		ch <- struct{}{}
+	}
+	for range e.work {
+		if r := <-e.done; r != nil && err == nil {
+			err = r
+		}
+	}
+	e.x, e.labels = nil, nil // keep no reference to the caller's batch
+	if err != nil {
+		return fmt.Errorf("predict: %w", err)
+	}
+	for r, n := range e.reps {
+		copy(pred[e.starts[r]:], n.Pred())
+	}
+	return nil
+}
+
+// Norms copies the capsule lengths of the last Predict, (Batch(), classes)
+// row-major, into dst.
+func (e *Evaluator) Norms(dst []float32) error {
+	classes := e.p.Config.Classes
+	if len(dst) != e.batch*classes {
+		return fmt.Errorf("norms: dst has %d values, want %d×%d", len(dst), e.batch, classes)
+	}
+	for r, n := range e.reps {
+		copy(dst[e.starts[r]*classes:], n.Norms())
+	}
+	return nil
+}
+
+// Prediction is the outcome for one sample of a data set.
+type Prediction struct {
+	Index int // in the data set
+	Label int // true class
+	Pred  int // predicted class
+}
+
+// Report is the result of evaluating every image of a data set.
+type Report struct {
+	// Confusion counts the samples by true class (row) and predicted class
+	// (column).
+	Confusion      [][]int
+	Correct, Total int
+	// Seconds is the wall time of the pass, batching included.
+	Seconds float64
+}
+
+// Accuracy is Correct/Total (0 for an empty data set).
+func (r *Report) Accuracy() float64 { return float64(r.Correct) / float64(max(r.Total, 1)) }
+
+// Confusion evaluates every image of the batcher's data set (one epoch from
+// its start: epoch 0) and returns the confusion matrix and accuracy. The
+// batcher's batch size must not exceed Batch(); a short batch is padded
+// with copies of its first image, whose predictions are ignored (the
+// compiled batch size is fixed).
+func (e *Evaluator) Confusion(b *data.Batcher) (*Report, error) {
+	classes := e.p.Config.Classes
+	rep := &Report{Confusion: make([][]int, classes)}
+	for i := range rep.Confusion {
+		rep.Confusion[i] = make([]int, classes)
+	}
+	start := time.Now()
+	err := e.each(b, func(batch *data.Batch, labels, pred []int) {
+		for i := 0; i < batch.N; i++ {
+			rep.Confusion[labels[i]][pred[i]]++
+			if pred[i] == labels[i] {
+				rep.Correct++
+			}
+		}
+		rep.Total += batch.N
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// Accuracy returns the fraction of the batcher's data set classified
+// correctly (see Confusion).
+func (e *Evaluator) Accuracy(b *data.Batcher) (float64, error) {
+	r, err := e.Confusion(b)
+	if err != nil {
+		return 0, err
+	}
+	return r.Accuracy(), nil
+}
+
+// Predictions classifies every image of the batcher's data set (see
+// Confusion) and returns one Prediction per sample, in the batcher's order.
+func (e *Evaluator) Predictions(b *data.Batcher) ([]Prediction, error) {
+	var out []Prediction
+	err := e.each(b, func(batch *data.Batch, labels, pred []int) {
+		for i := 0; i < batch.N; i++ {
+			out = append(out, Prediction{Index: batch.Index[i], Label: labels[i], Pred: pred[i]})
+		}
+	})
+	return out, err
+}
+
+// each runs Predict on every batch of epoch 0 of b and hands the valid
+// samples to f.
+func (e *Evaluator) each(b *data.Batcher, f func(batch *data.Batch, labels, pred []int)) error {
+	if c, h, w := b.Shape(); [3]int{c, h, w} != e.p.Config.Input {
+		in := e.p.Config.Input
+		return fmt.Errorf("evaluation: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, e.p.Config.Name, in[0], in[1], in[2])
+	}
+	batch := b.NewBatch()
+	if batch.Cap() > e.batch {
+		return fmt.Errorf("evaluation: batches of %d images, the evaluator was compiled for %d", batch.Cap(), e.batch)
+	}
+	if e.labelBuf == nil {
+		e.labelBuf, e.predBuf = make([]int, e.batch), make([]int, e.batch)
+	}
+	labels, pred := e.labelBuf, e.predBuf
+	classes := e.p.Config.Classes
+	b.StartEpoch(0)
+	for b.Next(batch) {
+		n := batch.N
+		for i, y := range batch.Labels() {
+			if int(y) >= classes || y < 0 {
+				return fmt.Errorf("evaluation: sample %d has label %d, model %s has %d classes", batch.Index[i], y, e.p.Config.Name, classes)
+			}
+			labels[i] = int(y)
+		}
+		x := batch.X[:n*e.img]
+		if n < e.batch { // pad with copies of the first image
+			if e.pad == nil {
+				e.pad = make([]float32, e.batch*e.img)
+			}
+			copy(e.pad, x)
+			for i := n; i < e.batch; i++ {
+				copy(e.pad[i*e.img:(i+1)*e.img], x[:e.img])
+				labels[i] = labels[0]
+			}
+			x = e.pad
+		}
+		if err := e.Predict(x, labels, pred); err != nil {
+			return fmt.Errorf("evaluation: %w", err)
+		}
+		f(batch, labels, pred)
+	}
+	return b.Err()
+}

@@ -1,0 +1,231 @@
+package eval
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/train/data"
+)
+
+func tinyParams(t *testing.T, seed uint64) *capsnet.Params {
+	t.Helper()
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(seed)
+	return p
+}
+
+// TestEvaluator checks that the forward-only evaluator predicts what the
+// training graphs do (run forward only through FromNets), holds neither
+// gradients nor optimizer state, and does not allocate.
+func TestEvaluator(t *testing.T) {
+	p := tinyParams(t, 4)
+	var nets []*capsnet.Net
+	for range 2 {
+		n, err := capsnet.NewNet(p, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nets = append(nets, n)
+	}
+	tr, err := FromNets(p, nets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ev, err := New(p, 8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if ev.Batch() != 8 || ev.Replicas() != 2 || ev.Params() != p {
+		t.Fatalf("batch %d, replicas %d", ev.Batch(), ev.Replicas())
+	}
+	x := make([]float32, 8*28*28)
+	for i := range x {
+		x[i] = float32((i*7)%19) / 19
+	}
+	labels := []int{9, 8, 7, 6, 5, 4, 3, 2}
+	want, got := make([]int, 8), make([]int, 8)
+	if err := tr.Predict(x, labels, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Predict(x, labels, got); err != nil {
+		t.Fatal(err)
+	}
+	nw, ng := make([]float32, 80), make([]float32, 80)
+	if err := tr.Norms(nw); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Norms(ng); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(nw, ng) {
+		t.Errorf("evaluator norms differ from the training graphs'")
+	}
+	if !slices.Equal(want, got) {
+		t.Errorf("evaluator predicts %v, training graphs %v", got, want)
+	}
+	// Labels only feed the loss: nil gives the same predictions.
+	if err := ev.Predict(x, nil, got); err != nil || !slices.Equal(want, got) {
+		t.Errorf("nil labels: %v, %v", got, err)
+	}
+	pe, pt := ev.Plan(), tr.Plan()
+	if pe.Bytes[graph.Grad] != 0 || pe.Bytes[graph.ActGrad] != 0 || pe.Bytes[graph.State] != 0 {
+		t.Errorf("evaluator plan holds gradients or optimizer state: %+v", pe)
+	}
+	if pe.Total >= pt.Total {
+		t.Errorf("evaluator %d bytes, training graphs %d", pe.Total, pt.Total)
+	}
+	if a := testing.AllocsPerRun(5, func() { _ = ev.Predict(x, labels, got) }); a != 0 {
+		t.Errorf("evaluator allocates %.1f times per batch", a)
+	}
+	// Thread count does not change the result.
+	one, err := New(p, 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	n1 := make([]float32, 80)
+	if err := one.Predict(x, labels, got); err != nil || !slices.Equal(want, got) {
+		t.Errorf("one thread predicts %v (%v), two %v", got, err, want)
+	}
+	if one.Norms(n1); !slices.Equal(n1, ng) {
+		t.Error("one thread: norms differ from two threads'")
+	}
+}
+
+func embeddedTest(t *testing.T, n int) *data.Dataset {
+	t.Helper()
+	_, te, err := data.LoadEmbeddedMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	te, err = te.Slice(0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return te
+}
+
+// TestConfusion evaluates a data set whose size is not a multiple of the
+// batch (the last batch is padded) and checks the report against
+// per-sample predictions made one batch at a time.
+func TestConfusion(t *testing.T) {
+	p := tinyParams(t, 2)
+	ds := embeddedTest(t, 45)
+	ev, err := New(p, 16, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ev.Confusion(vb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total != 45 || rep.Seconds <= 0 {
+		t.Fatalf("report: %d images, %v s", rep.Total, rep.Seconds)
+	}
+	preds, err := ev.Predictions(vb)
+	if err != nil || len(preds) != 45 {
+		t.Fatalf("%d predictions, %v", len(preds), err)
+	}
+	conf := make([][]int, 10)
+	for i := range conf {
+		conf[i] = make([]int, 10)
+	}
+	correct := 0
+	for i, pr := range preds {
+		if pr.Index != i || pr.Label != int(ds.Y[i]) {
+			t.Fatalf("prediction %d: %+v", i, pr)
+		}
+		conf[pr.Label][pr.Pred]++
+		if pr.Label == pr.Pred {
+			correct++
+		}
+	}
+	for i := range conf {
+		if !slices.Equal(conf[i], rep.Confusion[i]) {
+			t.Errorf("confusion row %d: %v, from the predictions %v", i, rep.Confusion[i], conf[i])
+		}
+	}
+	if rep.Correct != correct {
+		t.Errorf("%d correct, from the predictions %d", rep.Correct, correct)
+	}
+	acc, err := ev.Accuracy(vb)
+	if err != nil || acc != float64(correct)/45 {
+		t.Errorf("accuracy %v (%v), want %v", acc, err, float64(correct)/45)
+	}
+	// A smaller batcher batch than the evaluator's is padded the same way.
+	small, _ := data.NewBatcher(ds, data.BatchConfig{Size: 5})
+	if r2, err := ev.Confusion(small); err != nil || r2.Correct != rep.Correct || r2.Total != 45 {
+		t.Errorf("batches of 5: %+v, %v", r2, err)
+	}
+}
+
+func TestEvaluatorErrors(t *testing.T) {
+	p := tinyParams(t, 1)
+	if _, err := New(p, 0, 1); err == nil {
+		t.Error("batch 0 accepted")
+	}
+	if _, err := New(p, 4, 0); err == nil {
+		t.Error("0 threads accepted")
+	}
+	if _, err := New(nil, 4, 1); err == nil {
+		t.Error("nil parameters accepted")
+	}
+	other := tinyParams(t, 1)
+	n, _ := capsnet.NewNet(other, 2)
+	if _, err := FromNets(p, []*capsnet.Net{n}); err == nil {
+		t.Error("a net of other parameters accepted")
+	}
+	ev, err := New(p, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, pred := make([]float32, 4*28*28), make([]int, 4)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{ev.Predict(x[:10], nil, pred), "x has 10 values"},
+		{ev.Predict(x, nil, pred[:3]), "must hold 4"},
+		{ev.Predict(x, []int{0, 1, 10, 2}, pred), "label 10"},
+		{ev.Norms(make([]float32, 3)), "norms"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("error %v, want one mentioning %q", tc.err, tc.want)
+		}
+	}
+	ds := embeddedTest(t, 10)
+	big, _ := data.NewBatcher(ds, data.BatchConfig{Size: 8})
+	if _, err := ev.Confusion(big); err == nil || !strings.Contains(err.Error(), "compiled for 4") {
+		t.Errorf("batcher batch larger than the evaluator's: %v", err)
+	}
+	canvas, _ := data.NewBatcher(ds, data.BatchConfig{Size: 4, Placement: data.PlacementCenter})
+	if _, err := ev.Confusion(canvas); err == nil || !strings.Contains(err.Error(), "40×40") {
+		t.Errorf("40×40 data on a 28×28 model: %v", err)
+	}
+	bad := embeddedTest(t, 10)
+	bad.Classes = 20
+	bad.Y = slices.Clone(bad.Y)
+	bad.Y[3] = 15
+	bb, _ := data.NewBatcher(bad, data.BatchConfig{Size: 4})
+	if _, err := ev.Confusion(bb); err == nil || !strings.Contains(err.Error(), "label 15") {
+		t.Errorf("label outside the model's classes: %v", err)
+	}
+	ev.Close()
+	ev.Close() // idempotent
+	if err := ev.Predict(x, nil, pred); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("predict after Close: %v", err)
+	}
+}
