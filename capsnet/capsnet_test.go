@@ -124,11 +124,11 @@ func TestReconMean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range n.X.Data() {
-			n.X.Data()[i] = float32((i*13)%11) / 11
+		x := make([]float32, n.Batch*n.InputLen())
+		for i := range x {
+			x[i] = float32((i*13)%11) / 11
 		}
-		copy(n.Labels, []int{1, 4, 8})
-		if err := n.Forward(); err != nil {
+		if err := n.Forward(x, []int{1, 4, 8}); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.Backward(); err != nil {
@@ -336,12 +336,13 @@ func TestNetNoAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range n.X.Data() {
-		n.X.Data()[i] = float32(i%7) / 7
+	x := make([]float32, n.Batch*n.InputLen())
+	for i := range x {
+		x[i] = float32(i%7) / 7
 	}
-	copy(n.Labels, []int{1, 5, 9})
+	labels := []int{1, 5, 9}
 	step := func() {
-		if err := n.Forward(); err != nil {
+		if err := n.Forward(x, labels); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.Backward(); err != nil {
@@ -352,9 +353,32 @@ func TestNetNoAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(5, step); a != 0 {
 		t.Errorf("forward+backward allocates %.1f times per step", a)
 	}
-	n.MaskByLabel = false
+	margin := func() {
+		if err := n.Forward(x, labels); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.BackwardMargin(); err != nil {
+			t.Fatal(err)
+		}
+		for l := range n.Layers() {
+			if _, _, err := n.Capsules(l); err != nil {
+				t.Fatal(err)
+			}
+			if l > 0 {
+				_, _, err1 := n.Couplings(l)
+				_, _, err2 := n.VotesGrad(l)
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+			}
+		}
+	}
+	if a := testing.AllocsPerRun(5, margin); a != 0 {
+		t.Errorf("forward+margin backward+accessors allocate %.1f times per step", a)
+	}
+	n.SetMaskByLabel(false)
 	infer := func() {
-		if err := n.Forward(); err != nil {
+		if err := n.Forward(x, labels); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,17 +405,16 @@ func TestInferenceNet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range tr.X.Data() {
-			tr.X.Data()[i] = float32((i*31)%17) / 17
+		x := make([]float32, tr.Batch*tr.InputLen())
+		for i := range x {
+			x[i] = float32((i*31)%17) / 17
 		}
-		copy(inf.X.Data(), tr.X.Data())
-		copy(tr.Labels, []int{0, 3, 7, 9})
-		copy(inf.Labels, tr.Labels)
-		tr.MaskByLabel = false
-		if err := tr.Forward(); err != nil {
+		labels := []int{0, 3, 7, 9}
+		tr.SetMaskByLabel(false)
+		if err := tr.Forward(x, labels); err != nil {
 			t.Fatal(err)
 		}
-		if err := inf.Forward(); err != nil {
+		if err := inf.Forward(x, labels); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(tr.Norms(), inf.Norms()) || !slices.Equal(tr.Recon(), inf.Recon()) || !slices.Equal(tr.Pred(), inf.Pred()) {
@@ -407,7 +430,7 @@ func TestInferenceNet(t *testing.T) {
 		if err := inf.Backward(); err == nil {
 			t.Errorf("%s: Backward on an inference net: no error", name)
 		}
-		if a := testing.AllocsPerRun(5, func() { _ = inf.Forward() }); a != 0 {
+		if a := testing.AllocsPerRun(5, func() { _ = inf.Forward(x, labels) }); a != 0 {
 			t.Errorf("%s: inference allocates %.1f times per batch", name, a)
 		}
 	}
@@ -417,13 +440,18 @@ func TestNetRejectsNaNAndBadLabels(t *testing.T) {
 	p, _ := NewParams(Presets()["tiny-deep"])
 	p.Init(1)
 	n, _ := NewNet(p, 2)
-	n.Labels[0], n.Labels[1] = 3, 11
-	if err := n.Forward(); err == nil || !strings.Contains(err.Error(), "labels[1]") {
+	x := make([]float32, n.Batch*n.InputLen())
+	if err := n.Forward(x, []int{3, 11}); err == nil || !strings.Contains(err.Error(), "labels[1]") {
 		t.Errorf("label 11: %v", err)
 	}
-	n.Labels[1] = 2
-	n.X.Data()[5] = float32(math.NaN())
-	if err := n.Forward(); err == nil || !strings.Contains(err.Error(), "NaN") {
+	if err := n.Forward(x[1:], []int{3, 2}); err == nil || !strings.Contains(err.Error(), "x has") {
+		t.Errorf("short x: %v", err)
+	}
+	if err := n.Forward(x, []int{3}); err == nil || !strings.Contains(err.Error(), "labels") {
+		t.Errorf("one label for two images: %v", err)
+	}
+	x[5] = float32(math.NaN())
+	if err := n.Forward(x, []int{3, 2}); err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Errorf("NaN input: %v", err)
 	}
 }
@@ -468,7 +496,7 @@ func starvedLayers(t *testing.T, cfg Config) []string {
 		t.Fatal(err)
 	}
 	// two "digits": a bright disc and a bar
-	x := n.X.Data()
+	x := make([]float32, n.Batch*n.InputLen())
 	for y := 0; y < 40; y++ {
 		for c := 0; c < 40; c++ {
 			if (y-20)*(y-20)+(c-18)*(c-18) < 64 {
@@ -479,39 +507,46 @@ func starvedLayers(t *testing.T, cfg Config) []string {
 			}
 		}
 	}
-	copy(n.Labels, []int{0, 1})
-	if err := n.Forward(); err != nil {
+	if err := n.Forward(x, []int{0, 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Backward(); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, L := range n.Caps() {
-		v, d, no := L.V.Data(), L.V.Shape[1], L.V.Shape[2]
+	for l := 1; l < len(n.Layers()); l++ {
+		v, vs, err := n.Capsules(l)
+		if err != nil {
+			t.Fatal(err)
+		}
 		maxLen := 0.0
 		for s := 0; s < 2; s++ {
-			for j := 0; j < no; j++ {
+			for j := 0; j < vs.N; j++ {
 				q := 0.0
-				for k := 0; k < d; k++ {
-					e := float64(v[s*d*no+k*no+j])
+				for k := 0; k < vs.D; k++ {
+					e := float64(vs.At(v, s, j, k))
 					q += e * e
 				}
 				maxLen = math.Max(maxLen, math.Sqrt(q))
 			}
 		}
-		var w, g float64
-		for i, e := range L.W.Buf.Data() {
-			w += math.Abs(float64(e))
-			g += math.Abs(float64(L.DW.Data()[i]))
+		W, _, _ := n.Votes(l)
+		dW, _, err := n.VotesGrad(l)
+		if err != nil {
+			t.Fatal(err)
 		}
-		w /= float64(L.W.Buf.Len())
-		g /= float64(L.W.Buf.Len())
+		var w, g float64
+		for i, e := range W {
+			w += math.Abs(float64(e))
+			g += math.Abs(float64(dW[i]))
+		}
+		w /= float64(len(W))
+		g /= float64(len(W))
 		// thresholds: 10× the weight decay's pull and 100× Adam's ε; the
 		// deep preset sits at ~90× and ~3000×, Sabour's 0.05 at ~0.03×
 		// and ~0.1×.
 		if maxLen < 1e-3 || g < 10*1e-6*w || g < 100*1e-8 {
-			out = append(out, fmt.Sprintf("%s at init: longest capsule %.3g, mean |dW| %.3g, mean |W| %.3g: the signal does not reach this layer", L.Cfg.Name, maxLen, g, w))
+			out = append(out, fmt.Sprintf("%s at init: longest capsule %.3g, mean |dW| %.3g, mean |W| %.3g: the signal does not reach this layer", n.Layers()[l].Name, maxLen, g, w))
 		}
 	}
 	return out

@@ -24,18 +24,16 @@ func Dump(p *Params, x []float32, labels []int) (map[string]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(x) != n.X.Len() {
-		return nil, fmt.Errorf("dump: x has %d values, a batch of %d images of %v needs %d", len(x), B, p.Config.Input, n.X.Len())
+	if len(x) != n.x.Len() {
+		return nil, fmt.Errorf("dump: x has %d values, a batch of %d images of %v needs %d", len(x), B, p.Config.Input, n.x.Len())
 	}
 	for i, v := range x {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return nil, fmt.Errorf("dump: x[%d] is %v", i, v)
 		}
 	}
-	copy(n.X.Data(), x)
-	copy(n.Labels, labels)
-	n.MaskByLabel = true
-	if err := n.Forward(); err != nil {
+	n.SetMaskByLabel(true)
+	if err := n.Forward(x, labels); err != nil {
 		return nil, fmt.Errorf("dump: forward: %w", err)
 	}
 	if err := n.Backward(); err != nil {
@@ -49,7 +47,7 @@ func Dump(p *Params, x []float32, labels []int) (map[string]Tensor, error) {
 		ys[i] = float32(l)
 	}
 	out["y"] = Tensor{Shape: []int{B}, Data: ys}
-	out["x"] = Tensor{Shape: append([]int(nil), n.X.Shape...), Data: append([]float32(nil), x...)}
+	out["x"] = Tensor{Shape: append([]int(nil), n.x.Shape...), Data: append([]float32(nil), x...)}
 	out["norms"] = Tensor{Shape: []int{B, p.Config.Classes}, Data: append([]float32(nil), n.Norms()...)}
 	out["recon"] = Tensor{Shape: []int{B, p.Geo.Pixels}, Data: append([]float32(nil), n.Recon()...)}
 	out["trace.0.v"] = capsToTorch(n.prim.v.Data(), B, n.prim.d, p.Geo.PrimaryN)

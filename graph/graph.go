@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -44,6 +45,10 @@ type Buf struct {
 	off   int
 	n     int
 	data  []float32
+	// Lifetime in the global step order of SealShared (first, last step
+	// that uses the buffer); pinned buffers live for the whole step.
+	first, last int
+	pinned      bool
 }
 
 // Data returns the buffer's elements (nil before Seal).
@@ -65,6 +70,11 @@ type Arena struct {
 	size   int
 	sealed bool
 	err    error
+	// unshared is the size without sharing (every buffer its own memory).
+	unshared int
+	shared   bool
+	steps    int // global step count of the shared plan
+	debug    bool
 }
 
 // NewArena returns an empty arena.
@@ -93,10 +103,34 @@ func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
 	// Align every buffer to 16 floats (64 bytes) so SIMD loads of a buffer's
 	// start never straddle a cache line.
 	b.off = a.size
-	a.size += (n + 15) &^ 15
+	a.size += align(n)
+	a.unshared = a.size
 	a.bufs = append(a.bufs, b)
 	return b
 }
+
+// align rounds a float count up to 16 floats (64 bytes).
+func align(n int) int { return (n + 15) &^ 15 }
+
+// Pin keeps buffers alive for the whole step in a shared plan (SealShared):
+// the input, and what a model exposes to its callers after a pass. nil
+// buffers are ignored. Parameters, gradients and optimizer state are always
+// pinned.
+func (a *Arena) Pin(bufs ...*Buf) {
+	for _, b := range bufs {
+		if b != nil {
+			b.pinned = true
+		}
+	}
+}
+
+// SetDebug turns on the validation mode of SealShared (call it before):
+// every step of the given schedules is wrapped so that each buffer is filled
+// with NaN just before its first step and just after its last one. A step
+// that reads or writes a buffer it does not declare then reads NaN or
+// clobbers another buffer, which a comparison with an unshared plan
+// (Seal) shows. It costs time and is meant for tests.
+func (a *Arena) SetDebug(on bool) { a.debug = on }
 
 // Seal allocates the arena once and binds every buffer. It returns the first
 // declaration error, if any.
@@ -107,13 +141,162 @@ func (a *Arena) Seal() error {
 	if a.sealed {
 		return nil
 	}
+	a.bind()
+	return nil
+}
+
+func (a *Arena) bind() {
 	a.data = make([]float32, a.size)
 	for _, b := range a.bufs {
 		b.data = a.data[b.off : b.off+b.n : b.off+b.n]
 	}
 	a.sealed = true
+}
+
+// SealShared allocates the arena with a memory plan derived from the given
+// schedules, run in that order (e.g. forward, backward): every buffer a step
+// lists in Reads or Writes lives from the first to the last such step over
+// the concatenated schedules (buffers of other arenas, such as shared
+// parameters, are ignored); parameters, gradients, optimizer state, pinned
+// buffers (Pin) and buffers no step uses live for the whole step. Buffers
+// are placed largest first (declaration order breaks ties) at the lowest
+// 64-byte aligned offset that overlaps no placed buffer whose lifetime meets
+// its own, so buffers with disjoint lifetimes share memory. The plan is then
+// checked with Validate.
+//
+// Every step must declare every buffer it touches and write a buffer before
+// reading it within the schedules (a buffer carries no value from one run of
+// the schedules to the next unless it is pinned). SetDebug checks that at
+// run time. A schedule may be run alone (forward only) as long as it reads
+// nothing a later schedule in the order writes.
+func (a *Arena) SealShared(phases ...Schedule) error {
+	if a.err != nil {
+		return a.err
+	}
+	if a.sealed {
+		return nil
+	}
+	for _, b := range a.bufs {
+		b.first, b.last = math.MaxInt, -1
+	}
+	t := 0
+	for _, ph := range phases {
+		for i := range ph {
+			for _, list := range [2][]*Buf{ph[i].Reads, ph[i].Writes} {
+				for _, b := range list {
+					if b == nil || a.byName[b.Name] != b {
+						continue // absent, or another arena's (shared parameters)
+					}
+					b.first, b.last = min(b.first, t), max(b.last, t)
+				}
+			}
+			t++
+		}
+	}
+	a.steps = t
+	for _, b := range a.bufs {
+		if b.pinned || b.Kind == Param || b.Kind == Grad || b.Kind == State || b.last < 0 {
+			b.pinned = true
+			b.first, b.last = 0, max(t-1, 0)
+		}
+	}
+	order := append([]*Buf(nil), a.bufs...)
+	sort.SliceStable(order, func(i, j int) bool { return align(order[i].n) > align(order[j].n) })
+	var placed []*Buf
+	a.size = 0
+	for _, b := range order {
+		var busy []*Buf
+		for _, q := range placed {
+			if q.first <= b.last && b.first <= q.last && q.n > 0 {
+				busy = append(busy, q)
+			}
+		}
+		sort.Slice(busy, func(i, j int) bool { return busy[i].off < busy[j].off })
+		off := 0
+		for _, q := range busy {
+			if off+b.n <= q.off {
+				break
+			}
+			off = max(off, q.off+align(q.n))
+		}
+		b.off = off
+		a.size = max(a.size, off+align(b.n))
+		placed = append(placed, b)
+	}
+	a.shared = true
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	a.bind()
+	if a.debug {
+		a.instrument(phases)
+	}
 	return nil
 }
+
+// Validate checks the memory plan: every buffer is 64-byte aligned and
+// inside the arena, and no two buffers whose lifetimes overlap (any two
+// after a plain Seal) share memory.
+func (a *Arena) Validate() error {
+	for i, b := range a.bufs {
+		if b.off%16 != 0 || b.off < 0 || b.off+b.n > a.size {
+			return fmt.Errorf("graph: buffer %q at [%d, %d) is unaligned or outside the arena of %d floats", b.Name, b.off, b.off+b.n, a.size)
+		}
+		for _, q := range a.bufs[:i] {
+			live := !a.shared || (q.first <= b.last && b.first <= q.last)
+			if live && b.n > 0 && q.n > 0 && b.off < q.off+q.n && q.off < b.off+b.n {
+				return fmt.Errorf("graph: buffers %q [%d, %d) and %q [%d, %d) overlap while both live (steps %d–%d and %d–%d)",
+					q.Name, q.off, q.off+q.n, b.Name, b.off, b.off+b.n, q.first, q.last, b.first, b.last)
+			}
+		}
+	}
+	return nil
+}
+
+// instrument wraps every step to poison the buffers born before it and
+// those dying after it with NaN (SetDebug).
+func (a *Arena) instrument(phases []Schedule) {
+	born := make([][]*Buf, a.steps)
+	dead := make([][]*Buf, a.steps)
+	for _, b := range a.bufs {
+		if !b.pinned {
+			born[b.first] = append(born[b.first], b)
+			dead[b.last] = append(dead[b.last], b)
+		}
+	}
+	nan := float32(math.NaN())
+	poison := func(bs []*Buf) {
+		for _, b := range bs {
+			for i := range b.data {
+				b.data[i] = nan
+			}
+		}
+	}
+	t := 0
+	for _, ph := range phases {
+		for i := range ph {
+			run, bn, dd := ph[i].Run, born[t], dead[t]
+			ph[i].Run = func() error {
+				poison(bn)
+				err := run()
+				poison(dd)
+				return err
+			}
+			t++
+		}
+	}
+}
+
+// Lifetime returns the buffer's first and last step in the shared plan's
+// step order and whether it is pinned (alive for the whole step); after a
+// plain Seal every buffer is pinned.
+func (b *Buf) Lifetime() (first, last int, pinned bool) {
+	return b.first, b.last, b.pinned
+}
+
+// Offset is the buffer's offset in the arena, in floats (for plan reports
+// and tests).
+func (b *Buf) Offset() int { return b.off }
 
 // Buf returns the buffer of that name, or nil.
 func (a *Arena) Buf(name string) *Buf { return a.byName[name] }
@@ -127,7 +310,9 @@ func (a *Arena) Floats() int { return a.size }
 // Bytes is the arena size in bytes.
 func (a *Arena) Bytes() int64 { return int64(a.size) * 4 }
 
-// Zero clears every buffer of the given kind.
+// Zero clears every buffer of the given kind. After SealShared, clearing a
+// kind whose buffers share memory (activations, scratch) clobbers the
+// buffers that share it; the pinned kinds (Param, Grad, State) are safe.
 func (a *Arena) Zero(kind Kind) {
 	for _, b := range a.bufs {
 		if b.Kind == kind {
@@ -136,10 +321,14 @@ func (a *Arena) Zero(kind Kind) {
 	}
 }
 
-// Plan summarizes the memory plan: bytes per kind and in total.
+// Plan summarizes the memory plan: bytes per kind (each buffer counted at
+// its own size, as if nothing were shared) and the arena's total.
 type Plan struct {
 	Bytes [numKinds]int64
 	Total int64
+	// Unshared is what the arena would take with every buffer in its own
+	// memory (Seal); Total is less when SealShared shares memory.
+	Unshared int64
 }
 
 // Plan returns the arena's memory plan.
@@ -149,6 +338,7 @@ func (a *Arena) Plan() Plan {
 		p.Bytes[b.Kind] += int64(b.n) * 4
 	}
 	p.Total = a.Bytes()
+	p.Unshared = int64(a.unshared) * 4
 	return p
 }
 
@@ -158,10 +348,12 @@ func (p Plan) Add(q Plan) Plan {
 		p.Bytes[k] += q.Bytes[k]
 	}
 	p.Total += q.Total
+	p.Unshared += q.Unshared
 	return p
 }
 
-// String formats the plan as "total 12.3 MiB (params 1.2 MiB, ...)".
+// String formats the plan as "total 12.3 MiB (params 1.2 MiB, ...)", with
+// ", 20.1 MiB unshared" when buffers share memory.
 func (p Plan) String() string {
 	var parts []string
 	for k, b := range p.Bytes {
@@ -169,16 +361,24 @@ func (p Plan) String() string {
 			parts = append(parts, fmt.Sprintf("%s %s", Kind(k), MiB(b)))
 		}
 	}
+	if p.Unshared > p.Total {
+		parts = append(parts, fmt.Sprintf("%s unshared", MiB(p.Unshared)))
+	}
 	return fmt.Sprintf("total %s (%s)", MiB(p.Total), strings.Join(parts, ", "))
 }
 
 // MiB formats a byte count.
 func MiB(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
-// Step is one kernel call (or a few fused ones) of a schedule.
+// Step is one kernel call (or a few fused ones) of a schedule. Reads and
+// Writes list the buffers it uses (nil entries are ignored); SealShared
+// derives the buffers' lifetimes from them. Run must get buffer memory with
+// Buf.Data when it runs, not before SealShared.
 type Step struct {
-	Name string
-	Run  func() error
+	Name   string
+	Run    func() error
+	Reads  []*Buf
+	Writes []*Buf
 }
 
 // Schedule is a fixed sequence of steps.

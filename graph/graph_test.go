@@ -181,3 +181,133 @@ func TestScheduleRun(t *testing.T) {
 		t.Errorf("Schedule.Run allocates %.1f times", n)
 	}
 }
+
+// chain declares x → a → b → c → y, each step reading the previous buffer
+// and writing the next (y = x + 4), with x and y pinned.
+func chain(undeclared bool) (*Arena, Schedule, []*Buf) {
+	ar := NewArena()
+	x := ar.Alloc("x", Activation, 40)
+	a := ar.Alloc("a", Activation, 100)
+	b := ar.Alloc("b", Activation, 100)
+	c := ar.Alloc("c", Scratch, 30)
+	y := ar.Alloc("y", Activation, 40)
+	w := ar.Alloc("w", Param, 3)
+	ar.Pin(x, y)
+	add1 := func(dst, src *Buf) func() error {
+		return func() error {
+			for i := range dst.Data() {
+				dst.Data()[i] = src.Data()[i%src.Len()] + 1
+			}
+			return nil
+		}
+	}
+	s := Schedule{
+		{Name: "a", Run: add1(a, x), Reads: []*Buf{x}, Writes: []*Buf{a}},
+		{Name: "b", Run: add1(b, a), Reads: []*Buf{a}, Writes: []*Buf{b}},
+		{Name: "c", Run: add1(c, b), Reads: []*Buf{b}, Writes: []*Buf{c}},
+		{Name: "y", Run: add1(y, c), Reads: []*Buf{c}, Writes: []*Buf{y}},
+	}
+	if undeclared {
+		// Step y also reads a, dead since step b: declared nowhere in it.
+		s[3].Run = func() error {
+			for i := range y.Data() {
+				y.Data()[i] = c.Data()[i%c.Len()] + 1 + 0*a.Data()[i]
+			}
+			return nil
+		}
+	}
+	return ar, s, []*Buf{x, a, b, c, y, w}
+}
+
+// TestSealShared checks the lifetime plan: buffers with disjoint lifetimes
+// share memory, the arena is smaller than the unshared one, live buffers
+// never overlap (Validate), and the results equal the unshared plan's.
+func TestSealShared(t *testing.T) {
+	ref, rs, rb := chain(false)
+	if err := ref.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	ar, s, bs := chain(false)
+	if err := ar.SealShared(s); err != nil {
+		t.Fatal(err)
+	}
+	x, a, b, c, y, w := bs[0], bs[1], bs[2], bs[3], bs[4], bs[5]
+	want := map[*Buf][3]int{x: {0, 3, 1}, a: {0, 1, 0}, b: {1, 2, 0}, c: {2, 3, 0}, y: {0, 3, 1}, w: {0, 3, 1}}
+	for buf, lt := range want {
+		f, l, p := buf.Lifetime()
+		if f != lt[0] || l != lt[1] || p != (lt[2] == 1) {
+			t.Errorf("%s: lifetime %d–%d pinned %v, want %v", buf.Name, f, l, p, lt)
+		}
+	}
+	if b.Offset() < a.Offset()+a.Len() && a.Offset() < b.Offset()+b.Len() {
+		t.Errorf("a and b overlap while both live")
+	}
+	pl := ar.Plan()
+	if pl.Total >= pl.Unshared || pl.Unshared != ref.Plan().Total {
+		t.Errorf("shared plan %d bytes, unshared %d (reference %d): nothing shared", pl.Total, pl.Unshared, ref.Plan().Total)
+	}
+	if !strings.Contains(pl.String(), "unshared") {
+		t.Errorf("plan %q does not report the unshared size", pl)
+	}
+	if err := ar.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range x.Data() {
+		x.Data()[i], rb[0].Data()[i] = float32(i), float32(i)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range y.Data() {
+		if v != rb[4].Data()[i] || v != float32(i%30)+4 {
+			t.Fatalf("y[%d] = %v, unshared %v, want %v", i, v, rb[4].Data()[i], float32(i%30)+4)
+		}
+	}
+	// Validate must catch two live buffers moved onto each other.
+	b.off = a.off
+	if err := ar.Validate(); err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Errorf("Validate of overlapping live buffers: %v", err)
+	}
+	// A buffer of another arena (shared parameters) is that arena's
+	// business: it neither fails the plan nor gets a lifetime here.
+	other := NewArena()
+	ob := other.Alloc("a", Activation, 4)
+	ar2, s2, _ := chain(false)
+	s2[0].Reads = append(s2[0].Reads, ob)
+	if err := ar2.SealShared(s2); err != nil {
+		t.Fatal(err)
+	}
+	if f, l, _ := ob.Lifetime(); f != 0 || l != 0 || ar2.Buf("a") == ob {
+		t.Errorf("buffer of another arena got lifetime %d–%d", f, l)
+	}
+}
+
+// TestSealSharedDebug checks the validation mode: a step that reads a buffer
+// it does not declare reads the NaN the poisoning left there, so its result
+// differs from the unshared plan's; a correctly declared schedule matches
+// bit for bit.
+func TestSealSharedDebug(t *testing.T) {
+	for _, undeclared := range []bool{false, true} {
+		ar, s, bs := chain(undeclared)
+		ar.SetDebug(true)
+		if err := ar.SealShared(s); err != nil {
+			t.Fatal(err)
+		}
+		for i := range bs[0].Data() {
+			bs[0].Data()[i] = float32(i)
+		}
+		if err := s.Run(); err != nil {
+			t.Fatal(err)
+		}
+		bad := false
+		for i, v := range bs[4].Data() {
+			bad = bad || v != float32(i%30)+4
+		}
+		if bad != undeclared {
+			t.Errorf("undeclared read %v: result differs from the unshared plan: %v", undeclared, bad)
+		}
+	}
+}

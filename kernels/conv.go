@@ -207,6 +207,27 @@ func (s ConvShape) WorkSize() int {
 	return n
 }
 
+// ArenaWorkSize is WorkSize plus the packing space of the SGEMM products
+// the convolution makes (SgemmWorkSize of the largest of them: the
+// forward's og × nb·p × cs·kh·kw, the backward-data's and the filter
+// gradient's transposes; SgemmWorkSize grows with each dimension, so these
+// bounds cover every chunk): with work of at least this many floats, ConvForward,
+// ConvBackwardData and ConvBackwardFilter use no memory outside their
+// arguments (with WorkSize only, the products take their packing buffers
+// from the driver's own free list). The results are the same bit for bit.
+func (s ConvShape) ArenaWorkSize() int {
+	ws := s.WorkSize()
+	if ws == 0 {
+		return 0
+	}
+	nb, cs := s.convPlan()
+	og, ld, ck := s.OutC/s.Groups, nb*s.OutH()*s.OutW(), cs*s.KH*s.KW
+	return ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld))
+}
+
+// convGemmWork is the part of work past WorkSize, for the products.
+func convGemmWork(s ConvShape, work []float32) []float32 { return work[s.WorkSize():] }
+
 // convCheck validates the shape and the length of the scratch.
 func convCheck(fn string, s ConvShape, work []float32) error {
 	if err := s.Validate(); err != nil {
@@ -591,6 +612,7 @@ func convGemmForward(s ConvShape, y, x, w, bias, work []float32) {
 	k := cg * khw
 	nb, cs := s.convPlan()
 	colBuf, outBuf, xT := convWork(s, work)
+	gw := convGemmWork(s, work)
 	for n0 := 0; n0 < s.Batch; n0 += nb {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
@@ -613,7 +635,7 @@ func convGemmForward(s ConvShape, y, x, w, bias, work []float32) {
 				if c0 > 0 {
 					beta = 1
 				}
-				cur.sgemm(false, false, og, ld, ns*khw, 1, w[g*og*k+c0*khw:], k, col, ld, beta, out, ldc)
+				cur.sgemmWork(false, false, og, ld, ns*khw, 1, w[g*og*k+c0*khw:], k, col, ld, beta, out, ldc, gw)
 			}
 			for o := 0; o < og; o++ {
 				var b float32
@@ -672,6 +694,7 @@ func convGemmBackwardData(s ConvShape, dx, dy, w, work []float32) {
 	k := cg * khw
 	nb, cs := s.convPlan()
 	colBuf, tBuf, xT := convWork(s, work)
+	gw := convGemmWork(s, work)
 	if nb == 1 {
 		clear(dx[:s.XLen()]) // col2im accumulates
 	}
@@ -683,7 +706,7 @@ func convGemmBackwardData(s ConvShape, dx, dy, w, work []float32) {
 			for c0 := 0; c0 < cg; c0 += cs {
 				ns := min(cs, cg-c0)
 				col := colBuf[:ns*khw*ld]
-				cur.sgemm(true, false, ns*khw, ld, og, 1, w[g*og*k+c0*khw:], k, t, ld, 0, col, ld)
+				cur.sgemmWork(true, false, ns*khw, ld, og, 1, w[g*og*k+c0*khw:], k, t, ld, 0, col, ld, gw)
 				if nc == 1 {
 					if nb > 1 {
 						// Last chunk of a single image in a batched plan:
@@ -714,6 +737,7 @@ func convGemmBackwardFilter(s ConvShape, dw, x, dy, work []float32) {
 	k := cg * khw
 	nb, cs := s.convPlan()
 	colBuf, tBuf, xT := convWork(s, work)
+	gw := convGemmWork(s, work)
 	for n0 := 0; n0 < s.Batch; n0 += nb {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
@@ -728,7 +752,7 @@ func convGemmBackwardFilter(s ConvShape, dw, x, dy, work []float32) {
 					convTransposeIn(s, x, n0, nc, g*cg+c0, ns, xT)
 					convIm2colT(s, xT, nc, ns, col)
 				}
-				cur.sgemm(false, true, og, ns*khw, ld, 1, t, ld, col, ld, 1, dw[g*og*k+c0*khw:], k)
+				cur.sgemmWork(false, true, og, ns*khw, ld, 1, t, ld, col, ld, 1, dw[g*og*k+c0*khw:], k, gw)
 			}
 		}
 	}

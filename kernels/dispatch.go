@@ -25,6 +25,13 @@ type ops struct {
 
 	// sgemm is the full row-major GEMM of the public Sgemm, arguments checked.
 	sgemm func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	// sgemmWork is sgemm with caller work space: when work holds at least
+	// sgemmWorkSize(m, n, k) floats the packing buffers are carved from it
+	// and nothing outside work is used; otherwise the driver's own are.
+	sgemmWork func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, work []float32)
+	// sgemmWorkSize is the work sgemmWork uses for an m×n×k product (0 for
+	// the reference loops, which use none).
+	sgemmWorkSize func(m, n, k int) int
 
 	// gemvN: y[r] += Σ_c a[r*lda+c]·x[c] for r < m, c < n.
 	gemvN func(m, n int, a []float32, lda int, x, y []float32)

@@ -9,6 +9,8 @@ import "math"
 var refOps = ops{
 	name:            "ref",
 	sgemm:           sgemmRef,
+	sgemmWork:       sgemmWorkRef,
+	sgemmWorkSize:   sgemmWorkSizeRef,
 	gemvN:           gemvNRef,
 	gemvT:           gemvTRef,
 	ger:             gerRef,
@@ -23,6 +25,14 @@ var refOps = ops{
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
 }
+
+// sgemmWorkRef is sgemmRef; the plain loops need no work space.
+func sgemmWorkRef(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, _ []float32) {
+	sgemmRef(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// sgemmWorkSizeRef is 0: the reference loops use no work space.
+func sgemmWorkSizeRef(m, n, k int) int { return 0 }
 
 func gemvNRef(m, n int, a []float32, lda int, x, y []float32) {
 	for r := 0; r < m; r++ {

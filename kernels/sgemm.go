@@ -13,6 +13,54 @@ import "fmt"
 // panics) when a dimension is negative, a stride is too small or a slice is
 // too short.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error {
+	if err := sgemmCheck(transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
+		return err
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	cur.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	return nil
+}
+
+// SgemmWorkSize returns the number of float32 of work space SgemmWork needs
+// for an m×n×k product: the packing buffers of the blocked driver, a
+// function of its micro-kernel tile (mr×nr) and blocking (kc, mc, nc),
+// clipped to the product. It is the largest over every implementation this
+// binary can Use, so work sized once stays enough after kernels.Use; 0 for a
+// negative dimension or a product small enough for the plain loops.
+func SgemmWorkSize(m, n, k int) int {
+	if m < 0 || n < 0 || k < 0 {
+		return 0
+	}
+	ws := 0
+	for _, o := range tables {
+		ws = max(ws, o.sgemmWorkSize(m, n, k))
+	}
+	return ws
+}
+
+// SgemmWork is Sgemm with caller-owned work space: work (at least
+// SgemmWorkSize(m, n, k) floats, contents ignored and clobbered) holds the
+// packing buffers, so the product uses no memory outside its arguments (a
+// static graph plans work as scratch in its arena). The result is bitwise
+// that of Sgemm. A short work is an error.
+func SgemmWork(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, work []float32) error {
+	if err := sgemmCheck(transA, transB, m, n, k, a, lda, b, ldb, c, ldc); err != nil {
+		return err
+	}
+	if ws := cur.sgemmWorkSize(m, n, k); len(work) < ws {
+		return fmt.Errorf("kernels.SgemmWork: work has %d elements, SgemmWorkSize(%d, %d, %d) is %d", len(work), m, n, k, ws)
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	cur.sgemmWork(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, work)
+	return nil
+}
+
+// sgemmCheck validates the arguments of Sgemm and SgemmWork.
+func sgemmCheck(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) error {
 	if m < 0 || n < 0 || k < 0 {
 		return fmt.Errorf("kernels.Sgemm: negative dimension m=%d n=%d k=%d", m, n, k)
 	}
@@ -30,14 +78,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if err := checkMatrix("B", b, br, bc, ldb); err != nil {
 		return err
 	}
-	if err := checkMatrix("C", c, m, n, ldc); err != nil {
-		return err
-	}
-	if m == 0 || n == 0 {
-		return nil
-	}
-	cur.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	return nil
+	return checkMatrix("C", c, m, n, ldc)
 }
 
 // checkMatrix verifies that x holds a rows×cols row-major matrix with row

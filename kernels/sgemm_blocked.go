@@ -53,7 +53,7 @@ var sgemmBlockedByImpl = map[string]*sgemmBlocked{}
 // package-level var declarations of build-tagged files, like register.
 func registerSgemm(impl string, g *sgemmBlocked) bool {
 	sgemmBlockedByImpl[impl] = g
-	return register(impl, func(o *ops) { o.sgemm = g.sgemm })
+	return register(impl, func(o *ops) { o.sgemm, o.sgemmWork, o.sgemmWorkSize = g.sgemm, g.sgemmWork, g.workSize })
 }
 
 // sgemmWork is the per-call scratch space of sgemmBlocked.
@@ -101,8 +101,28 @@ func (g *sgemmBlocked) putWork(w *sgemmWork) {
 	g.mu.Unlock()
 }
 
+// workSize is the work space sgemmWork carves its packing buffers from for
+// an m×n×k product: the mr-row panels of one mc×kc block of A, the
+// nr-column panels of one kc×nc block of B and one mr×nr edge tile, each
+// clipped to the product (0 when the product goes to the plain loops).
+func (g *sgemmBlocked) workSize(m, n, k int) int {
+	if m <= 0 || n <= 0 || k <= 0 || m*n*k <= sgemmSmallFlops {
+		return 0
+	}
+	kc := min(g.kc, k)
+	mc := (min(g.mc, m) + g.mr - 1) / g.mr * g.mr
+	nc := (min(g.nc, n) + g.nr - 1) / g.nr * g.nr
+	return mc*kc + kc*nc + g.mr*g.nr
+}
+
 // sgemm has the semantics of Sgemm (arguments already checked).
 func (g *sgemmBlocked) sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	g.sgemmWork(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// sgemmWork is sgemm with its packing buffers carved from work when work
+// holds workSize(m, n, k) floats, else taken from the free list.
+func (g *sgemmBlocked) sgemmWork(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, work []float32) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -114,7 +134,20 @@ func (g *sgemmBlocked) sgemm(transA, transB bool, m, n, k int, alpha float32, a 
 		sgemmRef(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	w := g.getWork()
+	// own holds the buffers by value (carved from work, or copied from a
+	// free-list entry, which pooled returns), so w does not escape.
+	var own sgemmWork
+	var pooled *sgemmWork
+	w := &own
+	if ws := g.workSize(m, n, k); len(work) >= ws {
+		kc := min(g.kc, k)
+		na := (min(g.mc, m) + g.mr - 1) / g.mr * g.mr * kc
+		nb := kc * ((min(g.nc, n) + g.nr - 1) / g.nr * g.nr)
+		own = sgemmWork{a: work[:na:na], b: work[na : na+nb : na+nb], tile: work[na+nb : ws : ws]}
+	} else {
+		pooled = g.getWork()
+		own = *pooled
+	}
 	mr, nr := g.mr, g.nr
 	for jc := 0; jc < n; jc += g.nc {
 		nc := min(g.nc, n-jc)
@@ -146,7 +179,9 @@ func (g *sgemmBlocked) sgemm(transA, transB bool, m, n, k int, alpha float32, a 
 			}
 		}
 	}
-	g.putWork(w)
+	if pooled != nil {
+		g.putWork(pooled)
+	}
 }
 
 // sgemmScaleC sets C = beta·C; beta == 0 writes zeros without reading C.

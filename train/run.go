@@ -168,7 +168,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 			for _, n := range t.Reps {
 				for i, p := range n.Pred() {
-					if p == n.Labels[i] {
+					if p == n.Labels()[i] {
 						correct++
 					}
 				}

@@ -31,6 +31,9 @@ type Trainer struct {
 	closed bool
 	// evalOnly makes the workers run Forward only (evaluation).
 	evalOnly bool
+	// x and labels are the batch of the current run (set by run).
+	x      []float32
+	labels []int
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
@@ -79,7 +82,8 @@ func NewTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams) 
 func (t *Trainer) worker(r int, ch chan struct{}) {
 	n := t.Reps[r]
 	for range ch {
-		err := n.Forward()
+		s, img := t.starts[r], n.InputLen()
+		err := n.Forward(t.x[s*img:(s+n.Batch)*img], t.labels[s:s+n.Batch])
 		if err == nil && !t.evalOnly {
 			err = n.Backward()
 		}
@@ -120,7 +124,7 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 	if len(labels) != t.Batch {
 		return 0, 0, fmt.Errorf("train step: %d labels for a batch of %d", len(labels), t.Batch)
 	}
-	img := t.Reps[0].X.Len() / t.Reps[0].Batch
+	img := t.Reps[0].InputLen()
 	if len(x) != t.Batch*img {
 		return 0, 0, fmt.Errorf("train step: x has %d values, want %d", len(x), t.Batch*img)
 	}
@@ -167,14 +171,13 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 
 // run scatters the batch over the replicas and runs them in parallel.
 func (t *Trainer) run(x []float32, labels []int, evalOnly bool) (err error) {
-	img := t.Reps[0].X.Len() / t.Reps[0].Batch
-	for r, n := range t.Reps {
-		s := t.starts[r]
-		copy(n.X.Data(), x[s*img:(s+n.Batch)*img])
-		copy(n.Labels, labels[s:s+n.Batch])
-		n.MaskByLabel = !evalOnly
+	if img := t.Reps[0].InputLen(); len(x) != t.Batch*img || len(labels) != t.Batch {
+		return fmt.Errorf("%d values and %d labels for a batch of %d images of %d values", len(x), len(labels), t.Batch, img)
 	}
-	t.evalOnly = evalOnly
+	for _, n := range t.Reps {
+		n.SetMaskByLabel(!evalOnly)
+	}
+	t.x, t.labels, t.evalOnly = x, labels, evalOnly
 	for _, ch := range t.work {
 		ch <- struct{}{}
 	}
@@ -183,6 +186,7 @@ func (t *Trainer) run(x []float32, labels []int, evalOnly bool) (err error) {
 			err = e
 		}
 	}
+	t.x, t.labels = nil, nil // keep no reference to the caller's batch
 	return err
 }
 

@@ -5,6 +5,7 @@
 //	go run ./tools/infer -checkpoint CK -data mnist                                  # full MNIST test set
 //	go run ./tools/infer -checkpoint CK -data affnist                                # AffNIST generated from MNIST test digits
 //	go run ./tools/infer -checkpoint CK -image digit.png                             # one image (PNG, grey or colour)
+//	go run ./tools/infer -model sabour-small -batch 100 -plan                        # memory plans, no checkpoint needed
 package main
 
 import (
@@ -13,10 +14,13 @@ import (
 	"fmt"
 	"image"
 	_ "image/png"
+	"io"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/eval"
@@ -39,6 +43,7 @@ func run(args []string) error {
 	batch := fs.Int("batch", 100, "batch size")
 	threads := fs.Int("threads", runtime.NumCPU(), "replicas (one per core)")
 	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations")
+	plan := fs.Bool("plan", false, "print the memory plans of one replica's inference and training graphs at -batch (of -model, or the checkpoint's) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -56,6 +61,9 @@ func run(args []string) error {
 		}
 		cfg = &c
 	}
+	if *plan && cfg != nil {
+		return printPlans(os.Stdout, *cfg, *batch)
+	}
 	ckpt, err := capsnet.ReadCheckpoint(*ck)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
@@ -63,6 +71,9 @@ func run(args []string) error {
 	p, err := ckpt.Params(cfg)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
+	}
+	if *plan {
+		return printPlans(os.Stdout, p.Config, *batch)
 	}
 	if *img != "" {
 		return classify(p, *img)
@@ -168,6 +179,37 @@ func classify(p *capsnet.Params, path string) error {
 	fmt.Println("capsule lengths:")
 	for j, v := range norms {
 		fmt.Printf("  %d: %.4f\n", j, v)
+	}
+	return nil
+}
+
+// printPlans compiles one replica of cfg at the given batch size as an
+// inference graph and as a training graph and prints each arena's memory
+// plan: with buffers sharing memory by lifetime (what the engine uses) and
+// unshared (every buffer its own memory, the plan before lifetimes).
+func printPlans(w io.Writer, cfg capsnet.Config, batch int) error {
+	p, err := capsnet.NewParams(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "model %s, batch %d, kernels %s: parameters %s (shared by every replica)\n", cfg.Name, batch, kernels.Impl(), p.Arena.Plan())
+	for _, g := range []struct {
+		name string
+		new  func(*capsnet.Params, int) (*capsnet.Net, error)
+	}{{"inference", capsnet.NewInferenceNet}, {"training", capsnet.NewNet}} {
+		n, err := g.new(p, batch)
+		if err != nil {
+			return err
+		}
+		pl := n.Plan()
+		var kinds []string
+		for k, b := range pl.Bytes {
+			if b > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %s", graph.Kind(k), graph.MiB(b)))
+			}
+		}
+		fmt.Fprintf(w, "  %-9s graph: %s shared by lifetime, %s unshared (%.0f%%); buffers by kind, unshared: %s\n", g.name, graph.MiB(pl.Total), graph.MiB(pl.Unshared),
+			100*float64(pl.Total)/float64(max(pl.Unshared, 1)), strings.Join(kinds, ", "))
 	}
 	return nil
 }

@@ -48,6 +48,27 @@ func TestInferDataAndImage(t *testing.T) {
 	}
 }
 
+// TestPrintPlans checks the -plan report: both graphs, shared below
+// unshared, with or without a checkpoint.
+func TestPrintPlans(t *testing.T) {
+	var sb strings.Builder
+	if err := printPlans(&sb, capsnet.Presets()["tiny-deep"], 4); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, want := range []string{"model tiny-deep, batch 4", "inference graph:", "training  graph:", "unshared"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-plan output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := run([]string{"-model", "tiny-deep", "-batch", "2", "-plan"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-checkpoint", tinyCheckpoint(t), "-plan"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestInferErrors(t *testing.T) {
 	ck := tinyCheckpoint(t)
 	bad := filepath.Join(t.TempDir(), "bad.png")

@@ -99,20 +99,14 @@ func FromNets(p *capsnet.Params, nets []*capsnet.Net) (*Evaluator, error) {
 }
 
 // inputLen is the number of values of one input image of n.
-func inputLen(n *capsnet.Net) int { return n.X.Len() / n.Batch }
+func inputLen(n *capsnet.Net) int { return n.InputLen() }
 
 // forward runs replica n forward only, decoder masked by the prediction,
 // on its slice of the batch (labels feed only the loss; nil clears them).
 // It is the only place that feeds a Net.
 func forward(n *capsnet.Net, x []float32, labels []int) error {
-	copy(n.X.Data(), x)
-	if labels == nil {
-		clear(n.Labels)
-	} else {
-		copy(n.Labels, labels)
-	}
-	n.MaskByLabel = false
-	return n.Forward()
+	n.SetMaskByLabel(false)
+	return n.Forward(x, labels)
 }
 
 func (e *Evaluator) worker(r int, ch chan struct{}) {
