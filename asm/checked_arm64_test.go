@@ -15,7 +15,7 @@ import (
 // on that shape (checked by hand: it faults), so the test fails if the
 // wrapper calls it; the other bodies do nothing on empty shapes anyway.
 type neonCase struct {
-	name, operand   string
+	name, operand    string
 	ok, short, empty func()
 }
 
