@@ -39,10 +39,12 @@ import (
 	"go/format"
 	"go/parser"
 	"log"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -204,10 +206,10 @@ type fn struct {
 
 // newFn lays out the arguments of exported kernel name with the given
 // parameters (int, float32 and []float32 only) as the Go ABI0 does.
-func newFn(export, params string) *fn {
+func newFn(export, params string) (*fn, error) {
 	e, err := parser.ParseExpr("func(" + params + ")")
 	if err != nil {
-		log.Fatalf("%s: %v", export, err)
+		return nil, fmt.Errorf("signature of %s: %w", export, err)
 	}
 	f := &fn{Name: strings.ToLower(export[:1]) + export[1:], Params: params, offs: map[string]int{}}
 	off := 0
@@ -231,12 +233,12 @@ func newFn(export, params string) *fn {
 				f.offs[id.Name+"_cap"] = off + 16
 				off += 24
 			default:
-				log.Fatalf("%s: unsupported type %s", export, typ)
+				return nil, fmt.Errorf("signature of %s: unsupported type %s", export, typ)
 			}
 		}
 	}
 	f.Frame = (off + 7) &^ 7
-	return f
+	return f, nil
 }
 
 // Decl is the Go declaration of the body.
@@ -302,15 +304,15 @@ func vlist(first, n int) (list, rng string) {
 // newTile plans the registers of an mr×nr tile: accumulators V0…, then
 // the A values, then the B row (reused for the rows of C when beta ≠ 0);
 // alpha and beta are in V29 and V30.
-func newTile(mr, nr int) *tile {
-	if mr%4 != 0 || nr%4 != 0 || mr > 16 || nr > 16 {
-		log.Fatalf("tile %d×%d: mr and nr must be multiples of 4, at most 16", mr, nr)
+func newTile(mr, nr int) (*tile, error) {
+	if mr <= 0 || nr <= 0 || mr%4 != 0 || nr%4 != 0 || mr > 16 || nr > 16 {
+		return nil, fmt.Errorf("tile %d×%d: mr and nr must be positive multiples of 4, at most 16", mr, nr)
 	}
 	t := &tile{MR: mr, NR: nr, NV: nr / 4}
 	aBase := mr * t.NV
 	bBase := aBase + mr/4
 	if bBase+t.NV > 29 {
-		log.Fatalf("tile %d×%d needs %d registers besides alpha and beta, more than 29", mr, nr, bBase+t.NV)
+		return nil, fmt.Errorf("tile %d×%d needs %d registers besides alpha and beta, more than 29", mr, nr, bBase+t.NV)
 	}
 	t.AList, t.ARange = vlist(aBase, mr/4)
 	t.BList, t.BRange = vlist(bBase, t.NV)
@@ -324,7 +326,7 @@ func newTile(mr, nr int) *tile {
 		}
 		t.Rows = append(t.Rows, r)
 	}
-	return t
+	return t, nil
 }
 
 // byElement encodes FMLA/FMUL Vd.4S, Vn.4S, Vm.S[lane] (Arm ARM C7.2,
@@ -344,14 +346,15 @@ var funcMap = template.FuncMap{
 }
 
 // render executes template name (file name.s.tmpl) with data into w.
-func render(w *bytes.Buffer, name string, data any) {
+func render(w *bytes.Buffer, name string, data any) error {
 	t, err := template.New(name+".s.tmpl").Funcs(funcMap).ParseFS(templates, name+".s.tmpl")
 	if err != nil {
-		log.Fatal(err)
+		return fmt.Errorf("template %s: %w", name, err)
 	}
 	if err := t.Execute(w, data); err != nil {
-		log.Fatalf("%s: %v", name, err)
+		return fmt.Errorf("template %s: %w", name, err)
 	}
+	return nil
 }
 
 // stubs writes the Go declarations of the bodies fns.
@@ -364,17 +367,71 @@ func stubs(w *bytes.Buffer, file string, fns []*fn) {
 	}
 }
 
-// write formats (Go files) and writes one output file.
-func write(dir, name string, b []byte) {
-	if strings.HasSuffix(name, ".go") {
-		var err error
-		if b, err = format.Source(b); err != nil {
-			log.Fatalf("%s: %v", name, err)
+// generate renders every output file, by name; Go files are gofmt-ed.
+func generate() (map[string][]byte, error) {
+	files := map[string][]byte{}
+
+	// vec_arm64.s and vec_arm64.go.
+	var s, g bytes.Buffer
+	s.WriteString(header)
+	if err := render(&s, "vec_head", macros); err != nil {
+		return nil, err
+	}
+	var vecFns []*fn
+	for _, k := range vecKernels {
+		c := ctx{Consts: expConsts(), Set: k.set, L: k.label}
+		if k.fn != "" {
+			f, err := newFn(k.fn, funcs[k.fn])
+			if err != nil {
+				return nil, err
+			}
+			c.Fn = f
+			vecFns = append(vecFns, f)
+		}
+		if err := render(&s, k.tmpl, c); err != nil {
+			return nil, err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-		log.Fatal(err)
+	files["vec_arm64.s"] = trim(s.Bytes())
+	stubs(&g, "vec_arm64.s", vecFns)
+	files["vec_arm64.go"] = bytes.Clone(g.Bytes())
+
+	// sgemm_arm64.s and sgemm_arm64.go.
+	s.Reset()
+	g.Reset()
+	s.WriteString(header)
+	if err := render(&s, "sgemm_head", tiles); err != nil {
+		return nil, err
 	}
+	var sgemmFns []*fn
+	for _, mn := range tiles {
+		f, err := newFn(fmt.Sprintf("SgemmKernel%dx%dNEON", mn[0], mn[1]), sgemmParams)
+		if err != nil {
+			return nil, err
+		}
+		t, err := newTile(mn[0], mn[1])
+		if err != nil {
+			return nil, err
+		}
+		sgemmFns = append(sgemmFns, f)
+		if err := render(&s, "sgemm", ctx{Fn: f, tile: t}); err != nil {
+			return nil, err
+		}
+	}
+	files["sgemm_arm64.s"] = trim(s.Bytes())
+	stubs(&g, "sgemm_arm64.s", sgemmFns)
+	files["sgemm_arm64.go"] = bytes.Clone(g.Bytes())
+
+	for name, b := range files {
+		if strings.HasSuffix(name, ".go") {
+			fb, err := format.Source(b)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			files[name] = fb
+		}
+	}
+	return files, nil
 }
 
 func main() {
@@ -382,39 +439,16 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("asm/_gen/arm64: ")
-
-	// vec_arm64.s and vec_arm64.go.
-	var s, g bytes.Buffer
-	s.WriteString(header)
-	render(&s, "vec_head", macros)
-	var vecFns []*fn
-	for _, k := range vecKernels {
-		c := ctx{Consts: expConsts(), Set: k.set, L: k.label}
-		if k.fn != "" {
-			c.Fn = newFn(k.fn, funcs[k.fn])
-			vecFns = append(vecFns, c.Fn)
+	files, err := generate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(*out, name), files[name], 0o644); err != nil {
+			log.Fatal(err)
 		}
-		render(&s, k.tmpl, c)
 	}
-	stubs(&g, "vec_arm64.s", vecFns)
-	write(*out, "vec_arm64.s", trim(s.Bytes()))
-	write(*out, "vec_arm64.go", g.Bytes())
-
-	// sgemm_arm64.s and sgemm_arm64.go.
-	s.Reset()
-	g.Reset()
-	s.WriteString(header)
-	render(&s, "sgemm_head", tiles)
-	var sgemmFns []*fn
-	for _, mn := range tiles {
-		c := ctx{Fn: newFn(fmt.Sprintf("SgemmKernel%dx%dNEON", mn[0], mn[1]), sgemmParams), tile: newTile(mn[0], mn[1])}
-		sgemmFns = append(sgemmFns, c.Fn)
-		render(&s, "sgemm", c)
-	}
-	stubs(&g, "sgemm_arm64.s", sgemmFns)
-	write(*out, "sgemm_arm64.s", trim(s.Bytes()))
-	write(*out, "sgemm_arm64.go", g.Bytes())
 }
 
 // trim ends the assembly with exactly one newline.
-func trim(b []byte) []byte { return append(bytes.TrimRight(b, "\n"), '\n') }
+func trim(b []byte) []byte { return append(bytes.Clone(bytes.TrimRight(b, "\n")), '\n') }
