@@ -201,3 +201,35 @@ func TestSgemmKernelsNEON(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSgemmKernelsNEON times every generated tile on the blocking of
+// package kernels (kc = 256, packed panels in L1), for tile sweeps on real
+// hardware (under qemu the figures mean nothing):
+//
+//	go test -run X -bench SgemmKernelsNEON ./asm/
+func BenchmarkSgemmKernelsNEON(b *testing.B) {
+	const kc = 256
+	for _, tl := range []struct {
+		mr, nr int
+		f      func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
+	}{
+		{8, 12, SgemmKernel8x12NEON},
+		{8, 8, SgemmKernel8x8NEON},
+		{12, 8, SgemmKernel12x8NEON},
+	} {
+		b.Run(fmt.Sprintf("%dx%d", tl.mr, tl.nr), func(b *testing.B) {
+			a, bp, c := mk(kc*tl.mr), mk(kc*tl.nr), mk(tl.mr*tl.nr)
+			for i := range a {
+				a[i] = 1
+			}
+			for i := range bp {
+				bp[i] = 0.5
+			}
+			for b.Loop() {
+				tl.f(kc, a, bp, c, tl.nr, 1, 1)
+			}
+			flops := 2 * float64(kc*tl.mr*tl.nr) * float64(b.N)
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -166,6 +166,7 @@ type expConst struct {
 	Name string // the macro is c+Name
 	Reg  int    // vector register
 	Imm  string // the MOVW immediate
+	Val  string // the value
 	Doc  string
 }
 
@@ -173,12 +174,12 @@ type expConst struct {
 func expConsts() []expConst {
 	f := func(b uint32) string { return strconv.FormatFloat(float64(math.Float32frombits(b)), 'g', 9, 32) }
 	c := []expConst{
-		{"ONE", 0, "", f(expconst.One)},
-		{"HI", 0, "", f(expconst.Hi) + ", ln(MaxFloat32): exp input upper clamp"},
-		{"LO", 0, "", f(expconst.Lo) + ", exp input lower clamp: exp of it rounds to 0"},
-		{"LOG2E", 0, "", f(expconst.Log2E) + ", log2(e)"},
-		{"LN2HI", 0, "", f(expconst.Ln2Hi) + ", ln 2 high part (Cody-Waite)"},
-		{"LN2LO", 0, "", f(expconst.Ln2Lo) + ", ln 2 low part: ln 2 = hi + lo"},
+		{Name: "ONE", Doc: f(expconst.One)},
+		{Name: "HI", Doc: f(expconst.Hi) + ", ln(MaxFloat32): exp input upper clamp"},
+		{Name: "LO", Doc: f(expconst.Lo) + ", exp input lower clamp: exp of it rounds to 0"},
+		{Name: "LOG2E", Doc: f(expconst.Log2E) + ", log2(e)"},
+		{Name: "LN2HI", Doc: f(expconst.Ln2Hi) + ", ln 2 high part (Cody-Waite)"},
+		{Name: "LN2LO", Doc: f(expconst.Ln2Lo) + ", ln 2 low part: ln 2 = hi + lo"},
 	}
 	bits := []uint32{expconst.One, expconst.Hi, expconst.Lo, expconst.Log2E, expconst.Ln2Hi, expconst.Ln2Lo}
 	for i, p := range expconst.P {
@@ -188,8 +189,10 @@ func expConsts() []expConst {
 	for i := range c {
 		c[i].Reg = 19 + i
 		c[i].Imm = fmt.Sprintf("0x%08x", bits[i])
+		c[i].Val = f(bits[i])
 	}
-	c = append(c, expConst{"BIAS", 19 + len(c), strconv.Itoa(int(expconst.Bias)), "int32 " + strconv.Itoa(int(expconst.Bias)) + ", the float32 exponent bias"})
+	bias := strconv.Itoa(int(expconst.Bias))
+	c = append(c, expConst{Name: "BIAS", Reg: 19 + len(c), Imm: bias, Val: bias, Doc: "int32 " + bias + ", the float32 exponent bias"})
 	if c[len(c)-1].Reg != 31 {
 		log.Fatalf("exp constants end at V%d, want V31", c[len(c)-1].Reg)
 	}
@@ -251,6 +254,16 @@ type ctx struct {
 	Set    bool
 	L      string
 	*tile
+}
+
+// Const is the value of exp constant name, as in its comment.
+func (c ctx) Const(name string) (string, error) {
+	for _, k := range c.Consts {
+		if k.Name == name {
+			return k.Val, nil
+		}
+	}
+	return "", fmt.Errorf("no exp constant %s", name)
 }
 
 // Text is the TEXT directive of the body.
