@@ -1,0 +1,235 @@
+//go:build arm64 && !noasm
+
+package asm
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// neonCase is one exported NEON kernel: ok runs it on operands of exactly
+// the lengths its Go loop touches, short on one operand (named operand)
+// one value short, and empty on an empty shape with nil operands. For
+// GemvN, GemvT, Ger and MulAddRows the assembly body would dereference nil
+// on that shape (checked by hand: it faults), so the test fails if the
+// wrapper calls it; the other bodies do nothing on empty shapes anyway.
+type neonCase struct {
+	name, operand    string
+	ok, short, empty func()
+}
+
+func neonCases() []neonCase {
+	const m, n, lda = 5, 19, 21
+	al := (m-1)*lda + n
+	const k, ldx = 3, 23
+	const ng, d, xs, xk, ldy = 3, 4, 1, 3, 20
+	xl := (ng-1)*xs + (d-1)*xk + 1
+	gl := (ng*d-1)*lda + n
+	yl := (ng-1)*ldy + n
+	return []neonCase{
+		{"ExpNEON", "y",
+			func() { ExpNEON(mk(n), mk(n)) },
+			func() { ExpNEON(mk(n), mk(n-1)) },
+			func() { ExpNEON(nil, nil) }},
+		{"GemvNNEON", "y",
+			func() { GemvNNEON(m, n, mk(al), lda, mk(n), mk(m)) },
+			func() { GemvNNEON(m, n, mk(al), lda, mk(n), mk(m-1)) },
+			func() { GemvNNEON(m, 0, nil, lda, nil, nil) }},
+		{"GemvTNEON", "a",
+			func() { GemvTNEON(m, n, mk(al), lda, mk(m), mk(n)) },
+			func() { GemvTNEON(m, n, mk(al-1), lda, mk(m), mk(n)) },
+			func() { GemvTNEON(0, n, nil, lda, nil, nil) }},
+		{"GerNEON", "x",
+			func() { GerNEON(m, n, mk(m), mk(n), mk(al), lda) },
+			func() { GerNEON(m, n, mk(m-1), mk(n), mk(al), lda) },
+			func() { GerNEON(m, 0, nil, nil, nil, lda) }},
+		{"MulAddRowsNEON", "x",
+			func() { MulAddRowsNEON(k, n, mk((k-1)*lda+n), lda, mk((k-1)*ldx+n), ldx, mk(n)) },
+			func() { MulAddRowsNEON(k, n, mk((k-1)*lda+n), lda, mk((k-1)*ldx+n-1), ldx, mk(n)) },
+			func() { MulAddRowsNEON(0, n, nil, lda, nil, ldx, nil) }},
+		{"SoftmaxColsNEON", "c",
+			func() { SoftmaxColsNEON(m, n, mk(m*n), mk(m*n)) },
+			func() { SoftmaxColsNEON(m, n, mk(m*n), mk(m*n-1)) },
+			func() { SoftmaxColsNEON(0, n, nil, nil) }},
+		{"SoftmaxColsGradNEON", "dc",
+			func() { SoftmaxColsGradNEON(m, n, mk(m*n), mk(m*n), mk(m*n)) },
+			func() { SoftmaxColsGradNEON(m, n, mk(m*n), mk(m*n-1), mk(m*n)) },
+			func() { SoftmaxColsGradNEON(0, n, nil, nil, nil) }},
+		{"SquashNEON", "v",
+			func() { SquashNEON(1, m, n, mk(m*n), mk(m*n)) },
+			func() { SquashNEON(0, m, n, mk(m*n), mk(m*n-1)) },
+			func() { SquashNEON(0, 0, n, nil, nil) }},
+		{"SquashNEON kind", "kind",
+			func() { SquashNEON(0, m, n, mk(m*n), mk(m*n)) },
+			func() { SquashNEON(2, m, n, mk(m*n), mk(m*n)) },
+			func() { SquashNEON(1, m, 0, nil, nil) }},
+		{"SquashGradNEON", "ds",
+			func() { SquashGradNEON(0, m, n, mk(m*n), mk(m*n), mk(m*n)) },
+			func() { SquashGradNEON(1, m, n, mk(m*n), mk(m*n), mk(m*n-1)) },
+			func() { SquashGradNEON(1, 0, n, nil, nil, nil) }},
+		{"GerGroupsNEON", "a",
+			func() { GerGroupsNEON(ng, d, n, mk(xl), xs, xk, mk(yl), ldy, mk(gl), lda) },
+			func() { GerGroupsNEON(ng, d, n, mk(xl), xs, xk, mk(yl), ldy, mk(gl-1), lda) },
+			func() { GerGroupsNEON(ng, 0, n, nil, xs, xk, nil, ldy, nil, lda) }},
+		{"GemvTGroupsNEON", "x",
+			func() { GemvTGroupsNEON(ng, d, n, mk(gl), lda, mk(xl), xs, xk, mk(yl), ldy) },
+			func() { GemvTGroupsNEON(ng, d, n, mk(gl), lda, mk(xl-1), xs, xk, mk(yl), ldy) },
+			func() { GemvTGroupsNEON(0, d, n, nil, lda, nil, xs, xk, nil, ldy) }},
+		{"GemvNGroupsNEON", "y",
+			func() { GemvNGroupsNEON(ng, d, n, mk(gl), lda, mk(yl), ldy, mk(xl), xs, xk) },
+			func() { GemvNGroupsNEON(ng, d, n, mk(gl), lda, mk(yl), ldy, mk(xl-1), xs, xk) },
+			func() { GemvNGroupsNEON(ng, d, 0, nil, lda, nil, ldy, nil, xs, xk) }},
+		{"Ger2GroupsNEON", "y2",
+			func() { Ger2GroupsNEON(ng, d, n, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
+			func() { Ger2GroupsNEON(ng, d, n, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl-1), ldy, mk(gl), lda) },
+			func() { Ger2GroupsNEON(ng, 0, n, nil, nil, xs, xk, nil, nil, ldy, nil, lda) }},
+		{"Ger2GroupsSetNEON", "x2",
+			func() { Ger2GroupsSetNEON(ng, d, n, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
+			func() { Ger2GroupsSetNEON(ng, d, n, mk(xl), mk(xl-1), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
+			func() { Ger2GroupsSetNEON(0, d, n, nil, nil, xs, xk, nil, nil, ldy, nil, lda) }},
+		{"SgemmKernel8x12NEON", "c",
+			func() { SgemmKernel8x12NEON(3, mk(24), mk(36), mk(7*13+12), 13, 1, 1) },
+			func() { SgemmKernel8x12NEON(3, mk(24), mk(36), mk(7*13+11), 13, 1, 1) },
+			nil},
+		{"SgemmKernel8x8NEON", "b",
+			func() { SgemmKernel8x8NEON(3, mk(24), mk(24), mk(7*8+8), 8, 1, 0) },
+			func() { SgemmKernel8x8NEON(3, mk(24), mk(23), mk(7*8+8), 8, 1, 0) },
+			nil},
+		{"SgemmKernel12x8NEON", "a",
+			func() { SgemmKernel12x8NEON(2, mk(24), mk(16), mk(11*9+8), 9, 1, 0) },
+			func() { SgemmKernel12x8NEON(2, mk(23), mk(16), mk(11*9+8), 9, 1, 0) },
+			nil},
+	}
+}
+
+// TestNEONWrappersCheck: every exported NEON kernel runs on exact lengths,
+// panics with a BoundsError naming the operand when one value is missing,
+// and returns quietly on an empty shape without calling the assembly
+// bodies that would fault there.
+func TestNEONWrappersCheck(t *testing.T) {
+	for _, c := range neonCases() {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: exact lengths: panic %v", c.name, r)
+				}
+			}()
+			c.ok()
+		}()
+		mustPanic(t, c.name, c.operand, c.short)
+		if c.empty != nil {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Errorf("%s: empty shape: panic %v", c.name, r)
+					}
+				}()
+				c.empty()
+			}()
+		}
+	}
+	mustPanic(t, "GemvNNEON negative lda", "stride", func() { GemvNNEON(2, 2, mk(4), -1, mk(2), mk(2)) })
+	mustPanic(t, "SgemmKernel8x12NEON ldc < 12", "ldc", func() { SgemmKernel8x12NEON(1, mk(8), mk(12), mk(200), 11, 1, 0) })
+}
+
+// TestSgemmKernelsNEON checks every generated tile against the Go loop of
+// its doc comment, computed in float64 (the operands are small multiples of
+// 1/4, so the float32 products are exact and 1e-4 relative covers the
+// rounding of the sums and of alpha and beta),
+// that beta = 0 does not read c (NaN there stays unread), and that nothing
+// outside the tile is written.
+func TestSgemmKernelsNEON(t *testing.T) {
+	tiles := []struct {
+		mr, nr int
+		f      func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
+	}{
+		{8, 12, SgemmKernel8x12NEON},
+		{8, 8, SgemmKernel8x8NEON},
+		{12, 8, SgemmKernel12x8NEON},
+	}
+	const guard = -777
+	for _, tl := range tiles {
+		for _, kc := range []int{0, 1, 2, 7, 33} {
+			for _, beta := range []float32{0, 1, -0.5} {
+				name := fmt.Sprintf("%dx%d kc=%d beta=%g", tl.mr, tl.nr, kc, beta)
+				ldc := tl.nr + 3
+				a, b := mk(kc*tl.mr), mk(kc*tl.nr)
+				for i := range a {
+					a[i] = float32((i*7)%11) - 5
+				}
+				for i := range b {
+					b[i] = float32((i*5)%13)/4 - 1.5
+				}
+				c := mk((tl.mr-1)*ldc + tl.nr + 5)
+				for i := range c {
+					c[i] = guard
+				}
+				c0 := append([]float32(nil), c...)
+				for i := 0; i < tl.mr; i++ {
+					for j := 0; j < tl.nr; j++ {
+						c[i*ldc+j] = float32(i - j)
+						if beta == 0 {
+							c[i*ldc+j] = float32(math.NaN())
+						}
+						c0[i*ldc+j] = c[i*ldc+j]
+					}
+				}
+				const alpha = 1.5
+				tl.f(kc, a, b, c, ldc, alpha, beta)
+				for idx := range c {
+					i, j := idx/ldc, idx%ldc
+					if j >= tl.nr || i >= tl.mr {
+						if c[idx] != guard {
+							t.Fatalf("%s: wrote c[%d] outside the tile", name, idx)
+						}
+						continue
+					}
+					var s float64
+					for p := 0; p < kc; p++ {
+						s += float64(a[p*tl.mr+i]) * float64(b[p*tl.nr+j])
+					}
+					want := alpha * s
+					if beta != 0 {
+						want += float64(beta) * float64(c0[idx])
+					}
+					if math.Abs(float64(c[idx])-want) > 1e-4*(1+math.Abs(want)) {
+						t.Fatalf("%s: c[%d,%d] = %g, want %g", name, i, j, c[idx], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSgemmKernelsNEON times every generated tile on the blocking of
+// package kernels (kc = 256, packed panels in L1), for tile sweeps on real
+// hardware (under qemu the figures mean nothing):
+//
+//	go test -run X -bench SgemmKernelsNEON ./asm/
+func BenchmarkSgemmKernelsNEON(b *testing.B) {
+	const kc = 256
+	for _, tl := range []struct {
+		mr, nr int
+		f      func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
+	}{
+		{8, 12, SgemmKernel8x12NEON},
+		{8, 8, SgemmKernel8x8NEON},
+		{12, 8, SgemmKernel12x8NEON},
+	} {
+		b.Run(fmt.Sprintf("%dx%d", tl.mr, tl.nr), func(b *testing.B) {
+			a, bp, c := mk(kc*tl.mr), mk(kc*tl.nr), mk(tl.mr*tl.nr)
+			for i := range a {
+				a[i] = 1
+			}
+			for i := range bp {
+				bp[i] = 0.5
+			}
+			for b.Loop() {
+				tl.f(kc, a, bp, c, tl.nr, 1, 1)
+			}
+			flops := 2 * float64(kc*tl.mr*tl.nr) * float64(b.N)
+			b.ReportMetric(flops/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

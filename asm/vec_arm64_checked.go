@@ -1,0 +1,277 @@
+//go:build arm64 && !noasm
+
+package asm
+
+// The NEON kernels below vectorize over the contiguous column index (4
+// float32 per register, blocks of 16 and 4 columns, then single columns).
+// Reductions are split over several accumulators, so sums may differ from
+// the Go loops by rounding.
+//
+// Every kernel checks the lengths and strides of its operands against the
+// equivalent Go loop (bounds.go) before calling its assembly body (the
+// unexported function of the same name, generated in vec_arm64.s by
+// asm/_gen/arm64): a short operand, a negative dimension or stride, or a
+// bad kind panics with a BoundsError; an empty shape does nothing.
+
+// checkColsNEON is checkCols for operands whose names are longer than one
+// letter.
+func checkColsNEON(kernel string, rows, n int, names []string, ops ...[]float32) bool {
+	if !checkCols(kernel, rows, n, "") {
+		return false
+	}
+	for i, s := range ops {
+		need(kernel, names[i], s, rows*n-1)
+	}
+	return true
+}
+
+// ExpNEON sets y[i] = exp(x[i]) for i < len(x); y holds at least len(x)
+// values. The result is within 2 ulp of float32(math.Exp(x[i])) (1 ulp
+// measured over [-110, 90]), subnormal results below -87.3 included; it is
+// exactly 0 below about -103.9 and for -Inf, +Inf above 88.73, and NaN for
+// NaN. It is equivalent to
+//
+//	for i, v := range x {
+//		y[i] = float32(math.Exp(float64(v)))
+//	}
+func ExpNEON(x, y []float32) {
+	if checkExp("ExpNEON", x, y) {
+		expNEON(x, y)
+	}
+}
+
+// GemvNNEON computes y += A·x for the m×n row-major A with row stride lda.
+// It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		var s float32
+//		for c := 0; c < n; c++ {
+//			s += a[r*lda+c] * x[c]
+//		}
+//		y[r] += s
+//	}
+func GemvNNEON(m, n int, a []float32, lda int, x, y []float32) {
+	if checkGemv("GemvNNEON", false, m, n, a, lda, x, y) {
+		gemvNNEON(m, n, a, lda, x, y)
+	}
+}
+
+// GemvTNEON computes y += Aᵀ·x for the m×n row-major A with row stride lda.
+// It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		for c := 0; c < n; c++ {
+//			y[c] += x[r] * a[r*lda+c]
+//		}
+//	}
+func GemvTNEON(m, n int, a []float32, lda int, x, y []float32) {
+	if checkGemv("GemvTNEON", true, m, n, a, lda, x, y) {
+		gemvTNEON(m, n, a, lda, x, y)
+	}
+}
+
+// GerNEON computes the rank-1 update A += x·yᵀ of the m×n row-major A with
+// row stride lda. It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		for c := 0; c < n; c++ {
+//			a[r*lda+c] += x[r] * y[c]
+//		}
+//	}
+func GerNEON(m, n int, x, y, a []float32, lda int) {
+	if checkGer("GerNEON", m, n, x, y, a, lda) {
+		gerNEON(m, n, x, y, a, lda)
+	}
+}
+
+// MulAddRowsNEON adds the element-wise products of k row pairs of a and x
+// (row strides lda and ldx) to y. It is equivalent to
+//
+//	for l := 0; l < k; l++ {
+//		for c := 0; c < n; c++ {
+//			y[c] += a[l*lda+c] * x[l*ldx+c]
+//		}
+//	}
+func MulAddRowsNEON(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
+	if checkMulAddRows("MulAddRowsNEON", k, n, a, lda, x, ldx, y) {
+		mulAddRowsNEON(k, n, a, lda, x, ldx, y)
+	}
+}
+
+// SoftmaxColsNEON sets every column of the rows×n row-major c to the
+// softmax of the same column of l (rows ≥ 1 or nothing is done), with exp
+// as in ExpNEON. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		mx := l[i]
+//		for r := 1; r < rows; r++ {
+//			mx = max(mx, l[r*n+i]) // NaN propagates
+//		}
+//		var sum float32
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] = exp(l[r*n+i] - mx)
+//			sum += c[r*n+i]
+//		}
+//		inv := 1 / sum
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] *= inv
+//		}
+//	}
+func SoftmaxColsNEON(rows, n int, l, c []float32) {
+	if checkCols("SoftmaxColsNEON", rows, n, "lc", l, c) {
+		softmaxColsNEON(rows, n, l, c)
+	}
+}
+
+// SoftmaxColsGradNEON computes the gradient of SoftmaxColsNEON with
+// respect to its logits, for rows×n row-major matrices. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var dot float32
+//		for r := 0; r < rows; r++ {
+//			dot += c[r*n+i] * dc[r*n+i]
+//		}
+//		for r := 0; r < rows; r++ {
+//			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+//		}
+//	}
+func SoftmaxColsGradNEON(rows, n int, c, dc, dl []float32) {
+	if checkColsNEON("SoftmaxColsGradNEON", rows, n, []string{"c", "dc", "dl"}, c, dc, dl) {
+		softmaxColsGradNEON(rows, n, c, dc, dl)
+	}
+}
+
+// SquashNEON squashes n capsules of dimension d stored component-major
+// (s[l*n+i] is component l of capsule i) into v. kind 0 is Mazzia's squash,
+// f = (1 − exp(−m))/m, kind 1 is Sabour's, f = q/(1+q)/m, where q = |s|²
+// and m = sqrt(q + 1e-7); exp is as in ExpNEON. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//		}
+//		m := sqrt(q + 1e-7)
+//		f := (1 - exp(-m)) / m // kind 0
+//		f = q / (1 + q) / m    // kind 1
+//		for l := 0; l < d; l++ {
+//			v[l*n+i] = f * s[l*n+i]
+//		}
+//	}
+func SquashNEON(kind, d, n int, s, v []float32) {
+	checkSquashKind("SquashNEON", kind)
+	if checkCols("SquashNEON", d, n, "sv", s, v) {
+		squashNEON(kind, d, n, s, v)
+	}
+}
+
+// SquashGradNEON computes ds = (∂v/∂s)ᵀ·dv for SquashNEON, same layout and
+// kinds, overwriting ds. With m = sqrt(q + 1e-7) and, for kind 0,
+// e = exp(−m), f = (1−e)/m, h = (e/m − (1−e)/(m·m))/m, and for kind 1,
+// a = q/(1+q), f = a/m, h = 2/((1+q)·(1+q)·m) − a/(m·m·m), it is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q, dot float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//			dot += s[l*n+i] * dv[l*n+i]
+//		}
+//		f, h := scale(kind, q)
+//		for l := 0; l < d; l++ {
+//			ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
+//		}
+//	}
+func SquashGradNEON(kind, d, n int, s, dv, ds []float32) {
+	checkSquashKind("SquashGradNEON", kind)
+	if checkColsNEON("SquashGradNEON", d, n, []string{"s", "dv", "ds"}, s, dv, ds) {
+		squashGradNEON(kind, d, n, s, dv, ds)
+	}
+}
+
+// GerGroupsNEON does ng rank-1 updates of the d×n blocks stacked in the
+// row-major a (row stride lda; block j is rows j·d … j·d+d−1), block j with
+// x[j·xs + k·xk] (k < d) and row j of y (row stride ldy). It is equivalent
+// to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] += x[j*xs+k*xk] * y[j*ldy+c]
+//			}
+//		}
+//	}
+func GerGroupsNEON(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("GerGroupsNEON", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+		gerGroupsNEON(ng, d, n, x, xs, xk, y, ldy, a, lda)
+	}
+}
+
+// GemvTGroupsNEON adds to row j of y (row stride ldy) the product of the
+// transposed d×n block j of a (as in GerGroupsNEON) with x[j·xs + k·xk]
+// (k < d), for every j < ng. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				y[j*ldy+c] += x[j*xs+k*xk] * a[(j*d+k)*lda+c]
+//			}
+//		}
+//	}
+func GemvTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+	if checkGemvTGroups("GemvTGroupsNEON", ng, d, n, a, lda, x, xs, xk, y, ldy) {
+		gemvTGroupsNEON(ng, d, n, a, lda, x, xs, xk, y, ldy)
+	}
+}
+
+// GemvNGroupsNEON adds to y[j·ys + k·yk] (k < d) the product of the d×n
+// block j of a (as in GerGroupsNEON) with row j of x (row stride ldx), for
+// every j < ng. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			var s float32
+//			for c := 0; c < n; c++ {
+//				s += a[(j*d+k)*lda+c] * x[j*ldx+c]
+//			}
+//			y[j*ys+k*yk] += s
+//		}
+//	}
+func GemvNGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+	if checkGemvNGroups("GemvNGroupsNEON", ng, d, n, a, lda, x, ldx, y, ys, yk) {
+		gemvNGroupsNEON(ng, d, n, a, lda, x, ldx, y, ys, yk)
+	}
+}
+
+// Ger2GroupsNEON is GerGroupsNEON for two operand pairs (x, y) and (x2, y2)
+// sharing their strides, in one pass over a. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				r := (j*d+k)*lda + c
+//				a[r] += x[j*xs+k*xk] * y[j*ldy+c]
+//				a[r] += x2[j*xs+k*xk] * y2[j*ldy+c]
+//			}
+//		}
+//	}
+func Ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("Ger2GroupsNEON", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+		ger2GroupsNEON(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
+
+// Ger2GroupsSetNEON is Ger2GroupsNEON overwriting a (a is not read). It is
+// equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] = x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+//			}
+//		}
+//	}
+func Ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("Ger2GroupsSetNEON", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+		ger2GroupsSetNEON(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
