@@ -161,7 +161,7 @@ func SquashAVX2(kind, d, n int, s, v []float32) {
 //	}
 func SquashGradAVX2(kind, d, n int, s, dv, ds []float32) {
 	checkSquashKind("SquashGradAVX2", kind)
-	if checkCols("SquashGradAVX2", d, n, "sdx", s, dv, ds) {
+	if checkCols("SquashGradAVX2", d, n, "svd", s, dv, ds) {
 		squashGradAVX2(kind, d, n, s, dv, ds)
 	}
 }
@@ -222,7 +222,7 @@ func SquashAVX512(kind, d, n int, s, v []float32) {
 // SquashGradAVX512 is SquashGradAVX2 with AVX-512F.
 func SquashGradAVX512(kind, d, n int, s, dv, ds []float32) {
 	checkSquashKind("SquashGradAVX512", kind)
-	if checkCols("SquashGradAVX512", d, n, "sdx", s, dv, ds) {
+	if checkCols("SquashGradAVX512", d, n, "svd", s, dv, ds) {
 		squashGradAVX512(kind, d, n, s, dv, ds)
 	}
 }
