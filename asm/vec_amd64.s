@@ -100,14 +100,14 @@ DATA vecC<>+368(SB)/4, $0x3f800000
 DATA vecC<>+372(SB)/4, $0x3f800000
 DATA vecC<>+376(SB)/4, $0x3f800000
 DATA vecC<>+380(SB)/4, $0x3f800000
-DATA vecC<>+384(SB)/4, $0x0000007f
-DATA vecC<>+388(SB)/4, $0x0000007f
-DATA vecC<>+392(SB)/4, $0x0000007f
-DATA vecC<>+396(SB)/4, $0x0000007f
-DATA vecC<>+400(SB)/4, $0x0000007f
-DATA vecC<>+404(SB)/4, $0x0000007f
-DATA vecC<>+408(SB)/4, $0x0000007f
-DATA vecC<>+412(SB)/4, $0x0000007f
+DATA vecC<>+384(SB)/4, $0x000000fe
+DATA vecC<>+388(SB)/4, $0x000000fe
+DATA vecC<>+392(SB)/4, $0x000000fe
+DATA vecC<>+396(SB)/4, $0x000000fe
+DATA vecC<>+400(SB)/4, $0x000000fe
+DATA vecC<>+404(SB)/4, $0x000000fe
+DATA vecC<>+408(SB)/4, $0x000000fe
+DATA vecC<>+412(SB)/4, $0x000000fe
 DATA vecC<>+416(SB)/4, $0x33d6bf95
 DATA vecC<>+420(SB)/4, $0x33d6bf95
 DATA vecC<>+424(SB)/4, $0x33d6bf95
@@ -710,25 +710,24 @@ expu:
 	VSUBPS       Y0, Y3, Y3
 	VMAXPS       Y3, Y13, Y3
 	VMINPS       Y3, Y14, Y3
-	VMULPS       vecC<>+64(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS vecC<>+96(SB), Y4, Y3
-	VFNMADD231PS vecC<>+128(SB), Y4, Y3
-	VCVTPS2DQ    Y4, Y5
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
 	VFMADD213PS  vecC<>+224(SB), Y3, Y4
 	VFMADD213PS  vecC<>+256(SB), Y3, Y4
 	VFMADD213PS  vecC<>+288(SB), Y3, Y4
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
-	VMULPS       Y3, Y3, Y6
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSRAD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y3, Y3
 	VMULPS       Y5, Y3, Y3
@@ -778,25 +777,24 @@ expm:
 	VSUBPS       Y0, Y3, Y3
 	VMAXPS       Y3, Y13, Y3
 	VMINPS       Y3, Y14, Y3
-	VMULPS       vecC<>+64(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS vecC<>+96(SB), Y4, Y3
-	VFNMADD231PS vecC<>+128(SB), Y4, Y3
-	VCVTPS2DQ    Y4, Y5
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
 	VFMADD213PS  vecC<>+224(SB), Y3, Y4
 	VFMADD213PS  vecC<>+256(SB), Y3, Y4
 	VFMADD213PS  vecC<>+288(SB), Y3, Y4
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
-	VMULPS       Y3, Y3, Y6
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSRAD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y3, Y3
 	VMULPS       Y5, Y3, Y3
@@ -975,25 +973,24 @@ qu:
 	VSUBPS       Y1, Y2, Y2
 	VMAXPS       Y2, Y13, Y2
 	VMINPS       Y2, Y14, Y2
-	VMULPS       vecC<>+64(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS vecC<>+96(SB), Y3, Y2
-	VFNMADD231PS vecC<>+128(SB), Y3, Y2
-	VCVTPS2DQ    Y3, Y4
+	VMULPS       vecC<>+64(SB), Y2, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS vecC<>+96(SB), Y4, Y2
+	VFNMADD231PS vecC<>+128(SB), Y4, Y2
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       Y2, Y2, Y6
 	VMOVUPS      vecC<>+160(SB), Y3
 	VFMADD213PS  vecC<>+192(SB), Y2, Y3
 	VFMADD213PS  vecC<>+224(SB), Y2, Y3
 	VFMADD213PS  vecC<>+256(SB), Y2, Y3
 	VFMADD213PS  vecC<>+288(SB), Y2, Y3
 	VFMADD213PS  vecC<>+320(SB), Y2, Y3
-	VMULPS       Y2, Y2, Y6
 	VADDPS       vecC<>+352(SB), Y2, Y2
 	VFMADD231PS  Y6, Y3, Y2
+	VPADDD       vecC<>+384(SB), Y4, Y4
 	VPSRAD       $0x01, Y4, Y6
 	VPSUBD       Y6, Y4, Y4
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y6, Y2, Y2
 	VMULPS       Y4, Y2, Y2
@@ -1046,25 +1043,24 @@ qm:
 	VSUBPS       Y1, Y2, Y2
 	VMAXPS       Y2, Y13, Y2
 	VMINPS       Y2, Y14, Y2
-	VMULPS       vecC<>+64(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS vecC<>+96(SB), Y3, Y2
-	VFNMADD231PS vecC<>+128(SB), Y3, Y2
-	VCVTPS2DQ    Y3, Y4
+	VMULPS       vecC<>+64(SB), Y2, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS vecC<>+96(SB), Y4, Y2
+	VFNMADD231PS vecC<>+128(SB), Y4, Y2
+	VCVTPS2DQ    Y4, Y4
+	VMULPS       Y2, Y2, Y6
 	VMOVUPS      vecC<>+160(SB), Y3
 	VFMADD213PS  vecC<>+192(SB), Y2, Y3
 	VFMADD213PS  vecC<>+224(SB), Y2, Y3
 	VFMADD213PS  vecC<>+256(SB), Y2, Y3
 	VFMADD213PS  vecC<>+288(SB), Y2, Y3
 	VFMADD213PS  vecC<>+320(SB), Y2, Y3
-	VMULPS       Y2, Y2, Y6
 	VADDPS       vecC<>+352(SB), Y2, Y2
 	VFMADD231PS  Y6, Y3, Y2
+	VPADDD       vecC<>+384(SB), Y4, Y4
 	VPSRAD       $0x01, Y4, Y6
 	VPSUBD       Y6, Y4, Y4
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y6, Y2, Y2
 	VMULPS       Y4, Y2, Y2
@@ -1152,25 +1148,24 @@ qu:
 	VSUBPS       Y2, Y3, Y3
 	VMAXPS       Y3, Y13, Y3
 	VMINPS       Y3, Y14, Y3
-	VMULPS       vecC<>+64(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS vecC<>+96(SB), Y4, Y3
-	VFNMADD231PS vecC<>+128(SB), Y4, Y3
-	VCVTPS2DQ    Y4, Y5
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
 	VFMADD213PS  vecC<>+224(SB), Y3, Y4
 	VFMADD213PS  vecC<>+256(SB), Y3, Y4
 	VFMADD213PS  vecC<>+288(SB), Y3, Y4
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
-	VMULPS       Y3, Y3, Y6
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSRAD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y3, Y3
 	VMULPS       Y5, Y3, Y3
@@ -1245,25 +1240,24 @@ qm:
 	VSUBPS       Y2, Y3, Y3
 	VMAXPS       Y3, Y13, Y3
 	VMINPS       Y3, Y14, Y3
-	VMULPS       vecC<>+64(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS vecC<>+96(SB), Y4, Y3
-	VFNMADD231PS vecC<>+128(SB), Y4, Y3
-	VCVTPS2DQ    Y4, Y5
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VCVTPS2DQ    Y5, Y5
+	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
 	VFMADD213PS  vecC<>+224(SB), Y3, Y4
 	VFMADD213PS  vecC<>+256(SB), Y3, Y4
 	VFMADD213PS  vecC<>+288(SB), Y3, Y4
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
-	VMULPS       Y3, Y3, Y6
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSRAD       $0x01, Y5, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y3, Y3
 	VMULPS       Y5, Y3, Y3
@@ -2545,49 +2539,47 @@ loop2:
 	VMOVUPS      32(SI)(CX*4), Y4
 	VMAXPS       Y0, Y13, Y0
 	VMINPS       Y0, Y14, Y0
-	VMULPS       vecC<>+64(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS vecC<>+96(SB), Y1, Y0
-	VFNMADD231PS vecC<>+128(SB), Y1, Y0
-	VCVTPS2DQ    Y1, Y2
+	VMULPS       vecC<>+64(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS vecC<>+96(SB), Y2, Y0
+	VFNMADD231PS vecC<>+128(SB), Y2, Y0
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y0, Y0, Y3
 	VMOVUPS      vecC<>+160(SB), Y1
 	VFMADD213PS  vecC<>+192(SB), Y0, Y1
 	VFMADD213PS  vecC<>+224(SB), Y0, Y1
 	VFMADD213PS  vecC<>+256(SB), Y0, Y1
 	VFMADD213PS  vecC<>+288(SB), Y0, Y1
 	VFMADD213PS  vecC<>+320(SB), Y0, Y1
-	VMULPS       Y0, Y0, Y3
 	VADDPS       vecC<>+352(SB), Y0, Y0
 	VFMADD231PS  Y3, Y1, Y0
+	VPADDD       vecC<>+384(SB), Y2, Y2
 	VPSRAD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       vecC<>+384(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       vecC<>+384(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y0, Y0
 	VMULPS       Y2, Y0, Y0
 	VMAXPS       Y4, Y13, Y4
 	VMINPS       Y4, Y14, Y4
-	VMULPS       vecC<>+64(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS vecC<>+96(SB), Y5, Y4
-	VFNMADD231PS vecC<>+128(SB), Y5, Y4
-	VCVTPS2DQ    Y5, Y6
+	VMULPS       vecC<>+64(SB), Y4, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS vecC<>+96(SB), Y6, Y4
+	VFNMADD231PS vecC<>+128(SB), Y6, Y4
+	VCVTPS2DQ    Y6, Y6
+	VMULPS       Y4, Y4, Y7
 	VMOVUPS      vecC<>+160(SB), Y5
 	VFMADD213PS  vecC<>+192(SB), Y4, Y5
 	VFMADD213PS  vecC<>+224(SB), Y4, Y5
 	VFMADD213PS  vecC<>+256(SB), Y4, Y5
 	VFMADD213PS  vecC<>+288(SB), Y4, Y5
 	VFMADD213PS  vecC<>+320(SB), Y4, Y5
-	VMULPS       Y4, Y4, Y7
 	VADDPS       vecC<>+352(SB), Y4, Y4
 	VFMADD231PS  Y7, Y5, Y4
+	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSRAD       $0x01, Y6, Y7
 	VPSUBD       Y7, Y6, Y6
-	VPADDD       vecC<>+384(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       vecC<>+384(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
 	VMULPS       Y7, Y4, Y4
 	VMULPS       Y6, Y4, Y4
@@ -2602,25 +2594,24 @@ step1:
 	VMOVUPS      (SI)(CX*4), Y0
 	VMAXPS       Y0, Y13, Y0
 	VMINPS       Y0, Y14, Y0
-	VMULPS       vecC<>+64(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS vecC<>+96(SB), Y1, Y0
-	VFNMADD231PS vecC<>+128(SB), Y1, Y0
-	VCVTPS2DQ    Y1, Y2
+	VMULPS       vecC<>+64(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS vecC<>+96(SB), Y2, Y0
+	VFNMADD231PS vecC<>+128(SB), Y2, Y0
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y0, Y0, Y3
 	VMOVUPS      vecC<>+160(SB), Y1
 	VFMADD213PS  vecC<>+192(SB), Y0, Y1
 	VFMADD213PS  vecC<>+224(SB), Y0, Y1
 	VFMADD213PS  vecC<>+256(SB), Y0, Y1
 	VFMADD213PS  vecC<>+288(SB), Y0, Y1
 	VFMADD213PS  vecC<>+320(SB), Y0, Y1
-	VMULPS       Y0, Y0, Y3
 	VADDPS       vecC<>+352(SB), Y0, Y0
 	VFMADD231PS  Y3, Y1, Y0
+	VPADDD       vecC<>+384(SB), Y2, Y2
 	VPSRAD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       vecC<>+384(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       vecC<>+384(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y0, Y0
 	VMULPS       Y2, Y0, Y0
@@ -2633,25 +2624,24 @@ tail:
 	VMASKMOVPS   (SI)(CX*4), Y15, Y0
 	VMAXPS       Y0, Y13, Y0
 	VMINPS       Y0, Y14, Y0
-	VMULPS       vecC<>+64(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS vecC<>+96(SB), Y1, Y0
-	VFNMADD231PS vecC<>+128(SB), Y1, Y0
-	VCVTPS2DQ    Y1, Y2
+	VMULPS       vecC<>+64(SB), Y0, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS vecC<>+96(SB), Y2, Y0
+	VFNMADD231PS vecC<>+128(SB), Y2, Y0
+	VCVTPS2DQ    Y2, Y2
+	VMULPS       Y0, Y0, Y3
 	VMOVUPS      vecC<>+160(SB), Y1
 	VFMADD213PS  vecC<>+192(SB), Y0, Y1
 	VFMADD213PS  vecC<>+224(SB), Y0, Y1
 	VFMADD213PS  vecC<>+256(SB), Y0, Y1
 	VFMADD213PS  vecC<>+288(SB), Y0, Y1
 	VFMADD213PS  vecC<>+320(SB), Y0, Y1
-	VMULPS       Y0, Y0, Y3
 	VADDPS       vecC<>+352(SB), Y0, Y0
 	VFMADD231PS  Y3, Y1, Y0
+	VPADDD       vecC<>+384(SB), Y2, Y2
 	VPSRAD       $0x01, Y2, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       vecC<>+384(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       vecC<>+384(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y0, Y0
 	VMULPS       Y2, Y0, Y0
@@ -3242,28 +3232,20 @@ expu:
 	VSUBPS            Z0, Z3, Z3
 	VMAXPS            Z3, Z13, Z3
 	VMINPS            Z3, Z14, Z3
-	VMULPS.BCST       vecC<>+64(SB), Z3, Z4
-	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST vecC<>+96(SB), Z4, Z3
-	VFNMADD231PS.BCST vecC<>+128(SB), Z4, Z3
-	VCVTPS2DQ         Z4, Z5
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
 	VBROADCASTSS      vecC<>+160(SB), Z4
 	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
-	VMULPS            Z3, Z3, Z6
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
-	VPSRAD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z5, Z5
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z3, Z3
-	VMULPS            Z5, Z3, Z3
+	VSCALEFPS         Z5, Z3, Z3
 	VMOVUPS           Z3, (BX)
 	VADDPS            Z3, Z2, Z2
 	ADDQ              R14, AX
@@ -3310,28 +3292,20 @@ expm:
 	VSUBPS            Z0, Z3, Z3
 	VMAXPS            Z3, Z13, Z3
 	VMINPS            Z3, Z14, Z3
-	VMULPS.BCST       vecC<>+64(SB), Z3, Z4
-	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST vecC<>+96(SB), Z4, Z3
-	VFNMADD231PS.BCST vecC<>+128(SB), Z4, Z3
-	VCVTPS2DQ         Z4, Z5
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
 	VBROADCASTSS      vecC<>+160(SB), Z4
 	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
-	VMULPS            Z3, Z3, Z6
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
-	VPSRAD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z5, Z5
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z3, Z3
-	VMULPS            Z5, Z3, Z3
+	VSCALEFPS         Z5, Z3, Z3
 	VMOVUPS           Z3, K1, (BX)
 	VADDPS            Z3, Z2, Z2
 	ADDQ              R14, AX
@@ -3509,28 +3483,20 @@ qu:
 	VSUBPS            Z1, Z2, Z2
 	VMAXPS            Z2, Z13, Z2
 	VMINPS            Z2, Z14, Z2
-	VMULPS.BCST       vecC<>+64(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST vecC<>+96(SB), Z3, Z2
-	VFNMADD231PS.BCST vecC<>+128(SB), Z3, Z2
-	VCVTPS2DQ         Z3, Z4
+	VMULPS.BCST       vecC<>+64(SB), Z2, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST vecC<>+96(SB), Z4, Z2
+	VFNMADD231PS.BCST vecC<>+128(SB), Z4, Z2
+	VMULPS            Z2, Z2, Z6
 	VBROADCASTSS      vecC<>+160(SB), Z3
 	VFMADD213PS.BCST  vecC<>+192(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+224(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+256(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+288(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+320(SB), Z2, Z3
-	VMULPS            Z2, Z2, Z6
 	VADDPS.BCST       vecC<>+352(SB), Z2, Z2
 	VFMADD231PS       Z6, Z3, Z2
-	VPSRAD            $0x01, Z4, Z6
-	VPSUBD            Z6, Z4, Z4
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z4, Z4
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z6, Z2, Z2
-	VMULPS            Z4, Z2, Z2
+	VSCALEFPS         Z4, Z2, Z2
 	VBROADCASTSS      vecC<>+352(SB), Z3
 	VSUBPS            Z2, Z3, Z3
 	VDIVPS            Z1, Z3, Z5
@@ -3580,28 +3546,20 @@ qm:
 	VSUBPS            Z1, Z2, Z2
 	VMAXPS            Z2, Z13, Z2
 	VMINPS            Z2, Z14, Z2
-	VMULPS.BCST       vecC<>+64(SB), Z2, Z3
-	VRNDSCALEPS       $0x00, Z3, Z3
-	VFNMADD231PS.BCST vecC<>+96(SB), Z3, Z2
-	VFNMADD231PS.BCST vecC<>+128(SB), Z3, Z2
-	VCVTPS2DQ         Z3, Z4
+	VMULPS.BCST       vecC<>+64(SB), Z2, Z4
+	VRNDSCALEPS       $0x00, Z4, Z4
+	VFNMADD231PS.BCST vecC<>+96(SB), Z4, Z2
+	VFNMADD231PS.BCST vecC<>+128(SB), Z4, Z2
+	VMULPS            Z2, Z2, Z6
 	VBROADCASTSS      vecC<>+160(SB), Z3
 	VFMADD213PS.BCST  vecC<>+192(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+224(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+256(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+288(SB), Z2, Z3
 	VFMADD213PS.BCST  vecC<>+320(SB), Z2, Z3
-	VMULPS            Z2, Z2, Z6
 	VADDPS.BCST       vecC<>+352(SB), Z2, Z2
 	VFMADD231PS       Z6, Z3, Z2
-	VPSRAD            $0x01, Z4, Z6
-	VPSUBD            Z6, Z4, Z4
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z4, Z4
-	VPSLLD            $0x17, Z4, Z4
-	VMULPS            Z6, Z2, Z2
-	VMULPS            Z4, Z2, Z2
+	VSCALEFPS         Z4, Z2, Z2
 	VBROADCASTSS      vecC<>+352(SB), Z3
 	VSUBPS            Z2, Z3, Z3
 	VDIVPS            Z1, Z3, Z5
@@ -3687,28 +3645,20 @@ qu:
 	VSUBPS            Z2, Z3, Z3
 	VMAXPS            Z3, Z13, Z3
 	VMINPS            Z3, Z14, Z3
-	VMULPS.BCST       vecC<>+64(SB), Z3, Z4
-	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST vecC<>+96(SB), Z4, Z3
-	VFNMADD231PS.BCST vecC<>+128(SB), Z4, Z3
-	VCVTPS2DQ         Z4, Z5
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
 	VBROADCASTSS      vecC<>+160(SB), Z4
 	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
-	VMULPS            Z3, Z3, Z6
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
-	VPSRAD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z5, Z5
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z3, Z3
-	VMULPS            Z5, Z3, Z3
+	VSCALEFPS         Z5, Z3, Z3
 	VBROADCASTSS      vecC<>+352(SB), Z4
 	VSUBPS            Z3, Z4, Z4
 	VDIVPS            Z2, Z4, Z10
@@ -3780,28 +3730,20 @@ qm:
 	VSUBPS            Z2, Z3, Z3
 	VMAXPS            Z3, Z13, Z3
 	VMINPS            Z3, Z14, Z3
-	VMULPS.BCST       vecC<>+64(SB), Z3, Z4
-	VRNDSCALEPS       $0x00, Z4, Z4
-	VFNMADD231PS.BCST vecC<>+96(SB), Z4, Z3
-	VFNMADD231PS.BCST vecC<>+128(SB), Z4, Z3
-	VCVTPS2DQ         Z4, Z5
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
 	VBROADCASTSS      vecC<>+160(SB), Z4
 	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
-	VMULPS            Z3, Z3, Z6
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
-	VPSRAD            $0x01, Z5, Z6
-	VPSUBD            Z6, Z5, Z5
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z5, Z5
-	VPSLLD            $0x17, Z5, Z5
-	VMULPS            Z6, Z3, Z3
-	VMULPS            Z5, Z3, Z3
+	VSCALEFPS         Z5, Z3, Z3
 	VBROADCASTSS      vecC<>+352(SB), Z4
 	VSUBPS            Z3, Z4, Z4
 	VDIVPS            Z2, Z4, Z10
@@ -5098,52 +5040,36 @@ loop2:
 	VMOVUPS           64(SI)(CX*4), Z4
 	VMAXPS            Z0, Z13, Z0
 	VMINPS            Z0, Z14, Z0
-	VMULPS.BCST       vecC<>+64(SB), Z0, Z1
-	VRNDSCALEPS       $0x00, Z1, Z1
-	VFNMADD231PS.BCST vecC<>+96(SB), Z1, Z0
-	VFNMADD231PS.BCST vecC<>+128(SB), Z1, Z0
-	VCVTPS2DQ         Z1, Z2
+	VMULPS.BCST       vecC<>+64(SB), Z0, Z2
+	VRNDSCALEPS       $0x00, Z2, Z2
+	VFNMADD231PS.BCST vecC<>+96(SB), Z2, Z0
+	VFNMADD231PS.BCST vecC<>+128(SB), Z2, Z0
+	VMULPS            Z0, Z0, Z3
 	VBROADCASTSS      vecC<>+160(SB), Z1
 	VFMADD213PS.BCST  vecC<>+192(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+224(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+256(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+288(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+320(SB), Z0, Z1
-	VMULPS            Z0, Z0, Z3
 	VADDPS.BCST       vecC<>+352(SB), Z0, Z0
 	VFMADD231PS       Z3, Z1, Z0
-	VPSRAD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPADDD.BCST       vecC<>+384(SB), Z3, Z3
-	VPSLLD            $0x17, Z3, Z3
-	VPADDD.BCST       vecC<>+384(SB), Z2, Z2
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z0, Z0
-	VMULPS            Z2, Z0, Z0
+	VSCALEFPS         Z2, Z0, Z0
 	VMAXPS            Z4, Z13, Z4
 	VMINPS            Z4, Z14, Z4
-	VMULPS.BCST       vecC<>+64(SB), Z4, Z5
-	VRNDSCALEPS       $0x00, Z5, Z5
-	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z4
-	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z4
-	VCVTPS2DQ         Z5, Z6
+	VMULPS.BCST       vecC<>+64(SB), Z4, Z6
+	VRNDSCALEPS       $0x00, Z6, Z6
+	VFNMADD231PS.BCST vecC<>+96(SB), Z6, Z4
+	VFNMADD231PS.BCST vecC<>+128(SB), Z6, Z4
+	VMULPS            Z4, Z4, Z7
 	VBROADCASTSS      vecC<>+160(SB), Z5
 	VFMADD213PS.BCST  vecC<>+192(SB), Z4, Z5
 	VFMADD213PS.BCST  vecC<>+224(SB), Z4, Z5
 	VFMADD213PS.BCST  vecC<>+256(SB), Z4, Z5
 	VFMADD213PS.BCST  vecC<>+288(SB), Z4, Z5
 	VFMADD213PS.BCST  vecC<>+320(SB), Z4, Z5
-	VMULPS            Z4, Z4, Z7
 	VADDPS.BCST       vecC<>+352(SB), Z4, Z4
 	VFMADD231PS       Z7, Z5, Z4
-	VPSRAD            $0x01, Z6, Z7
-	VPSUBD            Z7, Z6, Z6
-	VPADDD.BCST       vecC<>+384(SB), Z7, Z7
-	VPSLLD            $0x17, Z7, Z7
-	VPADDD.BCST       vecC<>+384(SB), Z6, Z6
-	VPSLLD            $0x17, Z6, Z6
-	VMULPS            Z7, Z4, Z4
-	VMULPS            Z6, Z4, Z4
+	VSCALEFPS         Z6, Z4, Z4
 	VMOVUPS           Z0, (DI)(CX*4)
 	VMOVUPS           Z4, 64(DI)(CX*4)
 	ADDQ              $0x20, CX
@@ -5155,28 +5081,20 @@ step1:
 	VMOVUPS           (SI)(CX*4), Z0
 	VMAXPS            Z0, Z13, Z0
 	VMINPS            Z0, Z14, Z0
-	VMULPS.BCST       vecC<>+64(SB), Z0, Z1
-	VRNDSCALEPS       $0x00, Z1, Z1
-	VFNMADD231PS.BCST vecC<>+96(SB), Z1, Z0
-	VFNMADD231PS.BCST vecC<>+128(SB), Z1, Z0
-	VCVTPS2DQ         Z1, Z2
+	VMULPS.BCST       vecC<>+64(SB), Z0, Z2
+	VRNDSCALEPS       $0x00, Z2, Z2
+	VFNMADD231PS.BCST vecC<>+96(SB), Z2, Z0
+	VFNMADD231PS.BCST vecC<>+128(SB), Z2, Z0
+	VMULPS            Z0, Z0, Z3
 	VBROADCASTSS      vecC<>+160(SB), Z1
 	VFMADD213PS.BCST  vecC<>+192(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+224(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+256(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+288(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+320(SB), Z0, Z1
-	VMULPS            Z0, Z0, Z3
 	VADDPS.BCST       vecC<>+352(SB), Z0, Z0
 	VFMADD231PS       Z3, Z1, Z0
-	VPSRAD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPADDD.BCST       vecC<>+384(SB), Z3, Z3
-	VPSLLD            $0x17, Z3, Z3
-	VPADDD.BCST       vecC<>+384(SB), Z2, Z2
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z0, Z0
-	VMULPS            Z2, Z0, Z0
+	VSCALEFPS         Z2, Z0, Z0
 	VMOVUPS           Z0, (DI)(CX*4)
 	ADDQ              $0x10, CX
 
@@ -5186,28 +5104,20 @@ tail:
 	VMOVUPS.Z         (SI)(CX*4), K1, Z0
 	VMAXPS            Z0, Z13, Z0
 	VMINPS            Z0, Z14, Z0
-	VMULPS.BCST       vecC<>+64(SB), Z0, Z1
-	VRNDSCALEPS       $0x00, Z1, Z1
-	VFNMADD231PS.BCST vecC<>+96(SB), Z1, Z0
-	VFNMADD231PS.BCST vecC<>+128(SB), Z1, Z0
-	VCVTPS2DQ         Z1, Z2
+	VMULPS.BCST       vecC<>+64(SB), Z0, Z2
+	VRNDSCALEPS       $0x00, Z2, Z2
+	VFNMADD231PS.BCST vecC<>+96(SB), Z2, Z0
+	VFNMADD231PS.BCST vecC<>+128(SB), Z2, Z0
+	VMULPS            Z0, Z0, Z3
 	VBROADCASTSS      vecC<>+160(SB), Z1
 	VFMADD213PS.BCST  vecC<>+192(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+224(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+256(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+288(SB), Z0, Z1
 	VFMADD213PS.BCST  vecC<>+320(SB), Z0, Z1
-	VMULPS            Z0, Z0, Z3
 	VADDPS.BCST       vecC<>+352(SB), Z0, Z0
 	VFMADD231PS       Z3, Z1, Z0
-	VPSRAD            $0x01, Z2, Z3
-	VPSUBD            Z3, Z2, Z2
-	VPADDD.BCST       vecC<>+384(SB), Z3, Z3
-	VPSLLD            $0x17, Z3, Z3
-	VPADDD.BCST       vecC<>+384(SB), Z2, Z2
-	VPSLLD            $0x17, Z2, Z2
-	VMULPS            Z3, Z0, Z0
-	VMULPS            Z2, Z0, Z0
+	VSCALEFPS         Z2, Z0, Z0
 	VMOVUPS           Z0, K1, (DI)(CX*4)
 
 done:

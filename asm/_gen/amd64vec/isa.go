@@ -99,10 +99,10 @@ func (s isa) maskFor(n GPPhysical, label string) {
 // Constants: each replicated over 8 lanes so that AVX2 code can use them as
 // memory operands; AVX-512 code broadcasts their first lane.
 var (
-	consts                                                    Mem
-	tailTable                                                 Mem
-	cLo, cHi, cLog2E, cLn2Hi, cLn2Lo, cOne, cBias, cEps, cTwo Mem
-	cP                                                        [6]Mem
+	consts                                                     Mem
+	tailTable                                                  Mem
+	cLo, cHi, cLog2E, cLn2Hi, cLn2Lo, cOne, cBias2, cEps, cTwo Mem
+	cP                                                         [6]Mem
 )
 
 // squashEps is kernels.SquashEps (1e-7) as float32 bits.
@@ -131,7 +131,7 @@ func declareConsts() {
 		cP[i] = add(p)
 	}
 	cOne = add(expconst.One)
-	cBias = add(expconst.Bias)
+	cBias2 = add(2 * expconst.Bias)
 	cEps = add(squashEps)
 	cTwo = add(two)
 
@@ -207,33 +207,47 @@ func (s isa) expSetup() {
 
 // exp sets x = exp(x) lane-wise by the algorithm of package expconst; it
 // clobbers t, n and u and needs expSetup.
+//
+// The product e·2^k is the single rounding of the exact e·2^k in both
+// forms: AVX-512 computes it with VSCALEFPS (one instruction, subnormal
+// results and overflow to +Inf handled by the hardware); AVX2 multiplies
+// by 2^k1 (exact: the product is normal) and then by 2^k2, k1 = k>>1,
+// k2 = k − k1, as expconst describes. Both exponent fields come from one
+// biased integer K = k + 2·Bias: K>>1 = k1 + Bias and K − (K>>1) = k2 + Bias
+// (K ≥ 0 for k ≥ −151), which saves an addition. The results are
+// bit-identical between the two ISAs.
 func (s isa) exp(x, t, n, u VecPhysical) {
 	VMAXPS(x, s.expLo(), x) // x = max(x, Lo); NaN kept (second source)
 	VMINPS(x, s.expHi(), x) // x = min(x, Hi); NaN kept
-	s.mulC(cLog2E, x, t)    // x·log2 e
+	s.mulC(cLog2E, x, n)    // x·log2 e
 	if s.zmm {
-		VRNDSCALEPS(U8(0), t, t) // k = round to even
+		VRNDSCALEPS(U8(0), n, n) // k = round to even
 	} else {
-		VROUNDPS(U8(0), t, t)
+		VROUNDPS(U8(0), n, n)
 	}
-	s.fnmadd231C(cLn2Hi, t, x) // x −= k·ln2hi
-	s.fnmadd231C(cLn2Lo, t, x) // r = x − k·ln2lo
-	VCVTPS2DQ(t, n)            // k as int32 (exact)
-	s.loadC(cP[0], t)          // p = P0
+	s.fnmadd231C(cLn2Hi, n, x) // x −= k·ln2hi
+	s.fnmadd231C(cLn2Lo, n, x) // r = x − k·ln2lo
+	if !s.zmm {
+		VCVTPS2DQ(n, n) // k as int32 (exact)
+	}
+	VMULPS(x, x, u)   // r²
+	s.loadC(cP[0], t) // p = P0
 	for _, c := range cP[1:] {
 		s.fmadd213C(c, x, t) // p = p·r + P[i]
 	}
-	VMULPS(x, x, u)      // r²
 	s.addC(cOne, x, x)   // 1 + r
 	VFMADD231PS(u, t, x) // e = (1 + r) + p·r²
-	VPSRAD(U8(1), n, u)  // k1 = k >> 1
-	VPSUBD(u, n, n)      // k2 = k − k1
-	s.paddC(cBias, u, u) // k1 + 127
-	VPSLLD(U8(23), u, u) // 2^k1
-	s.paddC(cBias, n, n) // k2 + 127
-	VPSLLD(U8(23), n, n) // 2^k2
-	VMULPS(u, x, x)      // e·2^k1 (exact)
-	VMULPS(n, x, x)      // ·2^k2 (rounds once)
+	if s.zmm {
+		VSCALEFPS(n, x, x) // e·2^k, rounded once
+		return
+	}
+	s.paddC(cBias2, n, n) // K = k + 2·Bias
+	VPSRAD(U8(1), n, u)   // K>>1 = k1 + Bias
+	VPSUBD(u, n, n)       // K − (K>>1) = k2 + Bias
+	VPSLLD(U8(23), u, u)  // 2^k1
+	VPSLLD(U8(23), n, n)  // 2^k2
+	VMULPS(u, x, x)       // e·2^k1 (exact)
+	VMULPS(n, x, x)       // ·2^k2 (rounds once)
 }
 
 // sig is the Go signature of each kernel family.
