@@ -100,31 +100,71 @@ DATA vecC<>+368(SB)/4, $0x3f800000
 DATA vecC<>+372(SB)/4, $0x3f800000
 DATA vecC<>+376(SB)/4, $0x3f800000
 DATA vecC<>+380(SB)/4, $0x3f800000
-DATA vecC<>+384(SB)/4, $0x000000fe
-DATA vecC<>+388(SB)/4, $0x000000fe
-DATA vecC<>+392(SB)/4, $0x000000fe
-DATA vecC<>+396(SB)/4, $0x000000fe
-DATA vecC<>+400(SB)/4, $0x000000fe
-DATA vecC<>+404(SB)/4, $0x000000fe
-DATA vecC<>+408(SB)/4, $0x000000fe
-DATA vecC<>+412(SB)/4, $0x000000fe
-DATA vecC<>+416(SB)/4, $0x33d6bf95
-DATA vecC<>+420(SB)/4, $0x33d6bf95
-DATA vecC<>+424(SB)/4, $0x33d6bf95
-DATA vecC<>+428(SB)/4, $0x33d6bf95
-DATA vecC<>+432(SB)/4, $0x33d6bf95
-DATA vecC<>+436(SB)/4, $0x33d6bf95
-DATA vecC<>+440(SB)/4, $0x33d6bf95
-DATA vecC<>+444(SB)/4, $0x33d6bf95
-DATA vecC<>+448(SB)/4, $0x40000000
-DATA vecC<>+452(SB)/4, $0x40000000
-DATA vecC<>+456(SB)/4, $0x40000000
-DATA vecC<>+460(SB)/4, $0x40000000
-DATA vecC<>+464(SB)/4, $0x40000000
-DATA vecC<>+468(SB)/4, $0x40000000
-DATA vecC<>+472(SB)/4, $0x40000000
-DATA vecC<>+476(SB)/4, $0x40000000
-GLOBL vecC<>(SB), RODATA|NOPTR, $480
+DATA vecC<>+384(SB)/4, $0x0000007e
+DATA vecC<>+388(SB)/4, $0x0000007e
+DATA vecC<>+392(SB)/4, $0x0000007e
+DATA vecC<>+396(SB)/4, $0x0000007e
+DATA vecC<>+400(SB)/4, $0x0000007e
+DATA vecC<>+404(SB)/4, $0x0000007e
+DATA vecC<>+408(SB)/4, $0x0000007e
+DATA vecC<>+412(SB)/4, $0x0000007e
+DATA vecC<>+416(SB)/4, $0x0000007f
+DATA vecC<>+420(SB)/4, $0x0000007f
+DATA vecC<>+424(SB)/4, $0x0000007f
+DATA vecC<>+428(SB)/4, $0x0000007f
+DATA vecC<>+432(SB)/4, $0x0000007f
+DATA vecC<>+436(SB)/4, $0x0000007f
+DATA vecC<>+440(SB)/4, $0x0000007f
+DATA vecC<>+444(SB)/4, $0x0000007f
+DATA vecC<>+448(SB)/4, $0xc2fb0000
+DATA vecC<>+452(SB)/4, $0xc2fb0000
+DATA vecC<>+456(SB)/4, $0xc2fb0000
+DATA vecC<>+460(SB)/4, $0xc2fb0000
+DATA vecC<>+464(SB)/4, $0xc2fb0000
+DATA vecC<>+468(SB)/4, $0xc2fb0000
+DATA vecC<>+472(SB)/4, $0xc2fb0000
+DATA vecC<>+476(SB)/4, $0xc2fb0000
+DATA vecC<>+480(SB)/4, $0x43150000
+DATA vecC<>+484(SB)/4, $0x43150000
+DATA vecC<>+488(SB)/4, $0x43150000
+DATA vecC<>+492(SB)/4, $0x43150000
+DATA vecC<>+496(SB)/4, $0x43150000
+DATA vecC<>+500(SB)/4, $0x43150000
+DATA vecC<>+504(SB)/4, $0x43150000
+DATA vecC<>+508(SB)/4, $0x43150000
+DATA vecC<>+512(SB)/4, $0x41b80000
+DATA vecC<>+516(SB)/4, $0x41b80000
+DATA vecC<>+520(SB)/4, $0x41b80000
+DATA vecC<>+524(SB)/4, $0x41b80000
+DATA vecC<>+528(SB)/4, $0x41b80000
+DATA vecC<>+532(SB)/4, $0x41b80000
+DATA vecC<>+536(SB)/4, $0x41b80000
+DATA vecC<>+540(SB)/4, $0x41b80000
+DATA vecC<>+544(SB)/4, $0xc2fa0000
+DATA vecC<>+548(SB)/4, $0xc2fa0000
+DATA vecC<>+552(SB)/4, $0xc2fa0000
+DATA vecC<>+556(SB)/4, $0xc2fa0000
+DATA vecC<>+560(SB)/4, $0xc2fa0000
+DATA vecC<>+564(SB)/4, $0xc2fa0000
+DATA vecC<>+568(SB)/4, $0xc2fa0000
+DATA vecC<>+572(SB)/4, $0xc2fa0000
+DATA vecC<>+576(SB)/4, $0x33d6bf95
+DATA vecC<>+580(SB)/4, $0x33d6bf95
+DATA vecC<>+584(SB)/4, $0x33d6bf95
+DATA vecC<>+588(SB)/4, $0x33d6bf95
+DATA vecC<>+592(SB)/4, $0x33d6bf95
+DATA vecC<>+596(SB)/4, $0x33d6bf95
+DATA vecC<>+600(SB)/4, $0x33d6bf95
+DATA vecC<>+604(SB)/4, $0x33d6bf95
+DATA vecC<>+608(SB)/4, $0x40000000
+DATA vecC<>+612(SB)/4, $0x40000000
+DATA vecC<>+616(SB)/4, $0x40000000
+DATA vecC<>+620(SB)/4, $0x40000000
+DATA vecC<>+624(SB)/4, $0x40000000
+DATA vecC<>+628(SB)/4, $0x40000000
+DATA vecC<>+632(SB)/4, $0x40000000
+DATA vecC<>+636(SB)/4, $0x40000000
+GLOBL vecC<>(SB), RODATA|NOPTR, $640
 
 DATA vecTailMask<>+0(SB)/4, $0xffffffff
 DATA vecTailMask<>+4(SB)/4, $0xffffffff
@@ -714,7 +754,6 @@ expu:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS vecC<>+96(SB), Y5, Y3
 	VFNMADD231PS vecC<>+128(SB), Y5, Y3
-	VCVTPS2DQ    Y5, Y5
 	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
@@ -724,23 +763,26 @@ expu:
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow1
+	VCVTPS2DQ    Y5, Y5
 	VPADDD       vecC<>+384(SB), Y5, Y5
-	VPSRAD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y3, Y3
 	VMULPS       Y5, Y3, Y3
-	VMOVUPS      Y3, (BX)
-	VADDPS       Y3, Y2, Y2
-	ADDQ         R14, AX
-	ADDQ         R14, BX
-	DECQ         R8
-	JNZ          expu
-	VMOVUPS      vecC<>+352(SB), Y1
-	VDIVPS       Y2, Y1, Y1
-	MOVQ         DI, BX
-	MOVQ         R12, R8
+
+expback2:
+	VMOVUPS Y3, (BX)
+	VADDPS  Y3, Y2, Y2
+	ADDQ    R14, AX
+	ADDQ    R14, BX
+	DECQ    R8
+	JNZ     expu
+	VMOVUPS vecC<>+352(SB), Y1
+	VDIVPS  Y2, Y1, Y1
+	MOVQ    DI, BX
+	MOVQ    R12, R8
 
 scaleu:
 	VMOVUPS (BX), Y3
@@ -781,7 +823,6 @@ expm:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS vecC<>+96(SB), Y5, Y3
 	VFNMADD231PS vecC<>+128(SB), Y5, Y3
-	VCVTPS2DQ    Y5, Y5
 	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
@@ -791,23 +832,26 @@ expm:
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow3
+	VCVTPS2DQ    Y5, Y5
 	VPADDD       vecC<>+384(SB), Y5, Y5
-	VPSRAD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y3, Y3
 	VMULPS       Y5, Y3, Y3
-	VMASKMOVPS   Y3, Y15, (BX)
-	VADDPS       Y3, Y2, Y2
-	ADDQ         R14, AX
-	ADDQ         R14, BX
-	DECQ         R8
-	JNZ          expm
-	VMOVUPS      vecC<>+352(SB), Y1
-	VDIVPS       Y2, Y1, Y1
-	MOVQ         DI, BX
-	MOVQ         R12, R8
+
+expback4:
+	VMASKMOVPS Y3, Y15, (BX)
+	VADDPS     Y3, Y2, Y2
+	ADDQ       R14, AX
+	ADDQ       R14, BX
+	DECQ       R8
+	JNZ        expm
+	VMOVUPS    vecC<>+352(SB), Y1
+	VDIVPS     Y2, Y1, Y1
+	MOVQ       DI, BX
+	MOVQ       R12, R8
 
 scalem:
 	VMASKMOVPS (BX), Y15, Y3
@@ -820,6 +864,42 @@ scalem:
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback2
+
+expslow3:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback4
 
 // func softmaxColsGradAVX2(rows int, n int, c []float32, dc []float32, dl []float32)
 // Requires: AVX, FMA3
@@ -965,7 +1045,7 @@ qu:
 	ADDQ         R14, AX
 	DECQ         R8
 	JNZ          qu
-	VADDPS       vecC<>+416(SB), Y0, Y1
+	VADDPS       vecC<>+576(SB), Y0, Y1
 	VSQRTPS      Y1, Y1
 	CMPQ         R11, $0x00
 	JNE          sabu
@@ -977,7 +1057,6 @@ qu:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS vecC<>+96(SB), Y4, Y2
 	VFNMADD231PS vecC<>+128(SB), Y4, Y2
-	VCVTPS2DQ    Y4, Y4
 	VMULPS       Y2, Y2, Y6
 	VMOVUPS      vecC<>+160(SB), Y3
 	VFMADD213PS  vecC<>+192(SB), Y2, Y3
@@ -987,17 +1066,20 @@ qu:
 	VFMADD213PS  vecC<>+320(SB), Y2, Y3
 	VADDPS       vecC<>+352(SB), Y2, Y2
 	VFMADD231PS  Y6, Y3, Y2
+	VCMPPS       $0x01, vecC<>+448(SB), Y4, Y3
+	VTESTPS      Y3, Y3
+	JNZ          expslow1
+	VCVTPS2DQ    Y4, Y4
 	VPADDD       vecC<>+384(SB), Y4, Y4
-	VPSRAD       $0x01, Y4, Y6
-	VPSUBD       Y6, Y4, Y4
-	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y6, Y2, Y2
+	VADDPS       Y2, Y2, Y2
 	VMULPS       Y4, Y2, Y2
-	VMOVUPS      vecC<>+352(SB), Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y1, Y3, Y5
-	JMP          applyu
+
+expback2:
+	VMOVUPS vecC<>+352(SB), Y3
+	VSUBPS  Y2, Y3, Y3
+	VDIVPS  Y1, Y3, Y5
+	JMP     applyu
 
 sabu:
 	VADDPS vecC<>+352(SB), Y0, Y3
@@ -1035,7 +1117,7 @@ qm:
 	ADDQ         R14, AX
 	DECQ         R8
 	JNZ          qm
-	VADDPS       vecC<>+416(SB), Y0, Y1
+	VADDPS       vecC<>+576(SB), Y0, Y1
 	VSQRTPS      Y1, Y1
 	CMPQ         R11, $0x00
 	JNE          sabm
@@ -1047,7 +1129,6 @@ qm:
 	VROUNDPS     $0x00, Y4, Y4
 	VFNMADD231PS vecC<>+96(SB), Y4, Y2
 	VFNMADD231PS vecC<>+128(SB), Y4, Y2
-	VCVTPS2DQ    Y4, Y4
 	VMULPS       Y2, Y2, Y6
 	VMOVUPS      vecC<>+160(SB), Y3
 	VFMADD213PS  vecC<>+192(SB), Y2, Y3
@@ -1057,17 +1138,20 @@ qm:
 	VFMADD213PS  vecC<>+320(SB), Y2, Y3
 	VADDPS       vecC<>+352(SB), Y2, Y2
 	VFMADD231PS  Y6, Y3, Y2
+	VCMPPS       $0x01, vecC<>+448(SB), Y4, Y3
+	VTESTPS      Y3, Y3
+	JNZ          expslow3
+	VCVTPS2DQ    Y4, Y4
 	VPADDD       vecC<>+384(SB), Y4, Y4
-	VPSRAD       $0x01, Y4, Y6
-	VPSUBD       Y6, Y4, Y4
-	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y6, Y2, Y2
+	VADDPS       Y2, Y2, Y2
 	VMULPS       Y4, Y2, Y2
-	VMOVUPS      vecC<>+352(SB), Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y1, Y3, Y5
-	JMP          applym
+
+expback4:
+	VMOVUPS vecC<>+352(SB), Y3
+	VSUBPS  Y2, Y3, Y3
+	VDIVPS  Y1, Y3, Y5
+	JMP     applym
 
 sabm:
 	VADDPS vecC<>+352(SB), Y0, Y3
@@ -1091,6 +1175,42 @@ outm:
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS    vecC<>+480(SB), Y4, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y2, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y4, Y3
+	VMAXPS    vecC<>+544(SB), Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VPADDD    vecC<>+384(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VADDPS    Y2, Y2, Y2
+	VMULPS    Y4, Y2, Y2
+	VBLENDVPS Y3, Y6, Y2, Y2
+	JMP       expback2
+
+expslow3:
+	VADDPS    vecC<>+480(SB), Y4, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y2, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y4, Y3
+	VMAXPS    vecC<>+544(SB), Y4, Y4
+	VCVTPS2DQ Y4, Y4
+	VPADDD    vecC<>+384(SB), Y4, Y4
+	VPSLLD    $0x17, Y4, Y4
+	VADDPS    Y2, Y2, Y2
+	VMULPS    Y4, Y2, Y2
+	VBLENDVPS Y3, Y6, Y2, Y2
+	JMP       expback4
 
 // func squashGradAVX2(kind int, d int, n int, s []float32, dv []float32, ds []float32)
 // Requires: AVX, AVX2, FMA3
@@ -1140,7 +1260,7 @@ qu:
 	ADDQ         R14, BX
 	DECQ         R8
 	JNZ          qu
-	VADDPS       vecC<>+416(SB), Y0, Y2
+	VADDPS       vecC<>+576(SB), Y0, Y2
 	VSQRTPS      Y2, Y2
 	CMPQ         R11, $0x00
 	JNE          sabu
@@ -1152,7 +1272,6 @@ qu:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS vecC<>+96(SB), Y5, Y3
 	VFNMADD231PS vecC<>+128(SB), Y5, Y3
-	VCVTPS2DQ    Y5, Y5
 	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
@@ -1162,20 +1281,23 @@ qu:
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow1
+	VCVTPS2DQ    Y5, Y5
 	VPADDD       vecC<>+384(SB), Y5, Y5
-	VPSRAD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y3, Y3
 	VMULPS       Y5, Y3, Y3
-	VMOVUPS      vecC<>+352(SB), Y4
-	VSUBPS       Y3, Y4, Y4
-	VDIVPS       Y2, Y4, Y10
-	VSUBPS       Y10, Y3, Y3
-	VMULPS       Y2, Y2, Y4
-	VDIVPS       Y4, Y3, Y11
-	JMP          applyu
+
+expback2:
+	VMOVUPS vecC<>+352(SB), Y4
+	VSUBPS  Y3, Y4, Y4
+	VDIVPS  Y2, Y4, Y10
+	VSUBPS  Y10, Y3, Y3
+	VMULPS  Y2, Y2, Y4
+	VDIVPS  Y4, Y3, Y11
+	JMP     applyu
 
 sabu:
 	VADDPS  vecC<>+352(SB), Y0, Y3
@@ -1183,7 +1305,7 @@ sabu:
 	VDIVPS  Y2, Y4, Y10
 	VMULPS  Y3, Y3, Y3
 	VMULPS  Y2, Y3, Y3
-	VMOVUPS vecC<>+448(SB), Y5
+	VMOVUPS vecC<>+608(SB), Y5
 	VDIVPS  Y3, Y5, Y5
 	VMULPS  Y2, Y2, Y6
 	VMULPS  Y2, Y6, Y6
@@ -1232,7 +1354,7 @@ qm:
 	ADDQ         R14, BX
 	DECQ         R8
 	JNZ          qm
-	VADDPS       vecC<>+416(SB), Y0, Y2
+	VADDPS       vecC<>+576(SB), Y0, Y2
 	VSQRTPS      Y2, Y2
 	CMPQ         R11, $0x00
 	JNE          sabm
@@ -1244,7 +1366,6 @@ qm:
 	VROUNDPS     $0x00, Y5, Y5
 	VFNMADD231PS vecC<>+96(SB), Y5, Y3
 	VFNMADD231PS vecC<>+128(SB), Y5, Y3
-	VCVTPS2DQ    Y5, Y5
 	VMULPS       Y3, Y3, Y6
 	VMOVUPS      vecC<>+160(SB), Y4
 	VFMADD213PS  vecC<>+192(SB), Y3, Y4
@@ -1254,20 +1375,23 @@ qm:
 	VFMADD213PS  vecC<>+320(SB), Y3, Y4
 	VADDPS       vecC<>+352(SB), Y3, Y3
 	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow3
+	VCVTPS2DQ    Y5, Y5
 	VPADDD       vecC<>+384(SB), Y5, Y5
-	VPSRAD       $0x01, Y5, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPSLLD       $0x17, Y6, Y6
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y3, Y3
+	VADDPS       Y3, Y3, Y3
 	VMULPS       Y5, Y3, Y3
-	VMOVUPS      vecC<>+352(SB), Y4
-	VSUBPS       Y3, Y4, Y4
-	VDIVPS       Y2, Y4, Y10
-	VSUBPS       Y10, Y3, Y3
-	VMULPS       Y2, Y2, Y4
-	VDIVPS       Y4, Y3, Y11
-	JMP          applym
+
+expback4:
+	VMOVUPS vecC<>+352(SB), Y4
+	VSUBPS  Y3, Y4, Y4
+	VDIVPS  Y2, Y4, Y10
+	VSUBPS  Y10, Y3, Y3
+	VMULPS  Y2, Y2, Y4
+	VDIVPS  Y4, Y3, Y11
+	JMP     applym
 
 sabm:
 	VADDPS  vecC<>+352(SB), Y0, Y3
@@ -1275,7 +1399,7 @@ sabm:
 	VDIVPS  Y2, Y4, Y10
 	VMULPS  Y3, Y3, Y3
 	VMULPS  Y2, Y3, Y3
-	VMOVUPS vecC<>+448(SB), Y5
+	VMOVUPS vecC<>+608(SB), Y5
 	VDIVPS  Y3, Y5, Y5
 	VMULPS  Y2, Y2, Y6
 	VMULPS  Y2, Y6, Y6
@@ -1304,6 +1428,42 @@ outm:
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback2
+
+expslow3:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback4
 
 // func gerGroupsAVX2(ng int, d int, n int, x []float32, xs int, xk int, y []float32, ldy int, a []float32, lda int)
 // Requires: AVX, FMA3
@@ -2543,7 +2703,6 @@ loop2:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS vecC<>+96(SB), Y2, Y0
 	VFNMADD231PS vecC<>+128(SB), Y2, Y0
-	VCVTPS2DQ    Y2, Y2
 	VMULPS       Y0, Y0, Y3
 	VMOVUPS      vecC<>+160(SB), Y1
 	VFMADD213PS  vecC<>+192(SB), Y0, Y1
@@ -2553,20 +2712,22 @@ loop2:
 	VFMADD213PS  vecC<>+320(SB), Y0, Y1
 	VADDPS       vecC<>+352(SB), Y0, Y0
 	VFMADD231PS  Y3, Y1, Y0
+	VCMPPS       $0x01, vecC<>+448(SB), Y2, Y1
+	VTESTPS      Y1, Y1
+	JNZ          expslow1
+	VCVTPS2DQ    Y2, Y2
 	VPADDD       vecC<>+384(SB), Y2, Y2
-	VPSRAD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y0, Y0
+	VADDPS       Y0, Y0, Y0
 	VMULPS       Y2, Y0, Y0
+
+expback2:
 	VMAXPS       Y4, Y13, Y4
 	VMINPS       Y4, Y14, Y4
 	VMULPS       vecC<>+64(SB), Y4, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VFNMADD231PS vecC<>+96(SB), Y6, Y4
 	VFNMADD231PS vecC<>+128(SB), Y6, Y4
-	VCVTPS2DQ    Y6, Y6
 	VMULPS       Y4, Y4, Y7
 	VMOVUPS      vecC<>+160(SB), Y5
 	VFMADD213PS  vecC<>+192(SB), Y4, Y5
@@ -2576,17 +2737,20 @@ loop2:
 	VFMADD213PS  vecC<>+320(SB), Y4, Y5
 	VADDPS       vecC<>+352(SB), Y4, Y4
 	VFMADD231PS  Y7, Y5, Y4
+	VCMPPS       $0x01, vecC<>+448(SB), Y6, Y5
+	VTESTPS      Y5, Y5
+	JNZ          expslow3
+	VCVTPS2DQ    Y6, Y6
 	VPADDD       vecC<>+384(SB), Y6, Y6
-	VPSRAD       $0x01, Y6, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPSLLD       $0x17, Y7, Y7
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y4, Y4
+	VADDPS       Y4, Y4, Y4
 	VMULPS       Y6, Y4, Y4
-	VMOVUPS      Y0, (DI)(CX*4)
-	VMOVUPS      Y4, 32(DI)(CX*4)
-	ADDQ         $0x10, CX
-	JMP          loop2
+
+expback4:
+	VMOVUPS Y0, (DI)(CX*4)
+	VMOVUPS Y4, 32(DI)(CX*4)
+	ADDQ    $0x10, CX
+	JMP     loop2
 
 step1:
 	CMPQ         CX, DX
@@ -2598,7 +2762,6 @@ step1:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS vecC<>+96(SB), Y2, Y0
 	VFNMADD231PS vecC<>+128(SB), Y2, Y0
-	VCVTPS2DQ    Y2, Y2
 	VMULPS       Y0, Y0, Y3
 	VMOVUPS      vecC<>+160(SB), Y1
 	VFMADD213PS  vecC<>+192(SB), Y0, Y1
@@ -2608,15 +2771,18 @@ step1:
 	VFMADD213PS  vecC<>+320(SB), Y0, Y1
 	VADDPS       vecC<>+352(SB), Y0, Y0
 	VFMADD231PS  Y3, Y1, Y0
+	VCMPPS       $0x01, vecC<>+448(SB), Y2, Y1
+	VTESTPS      Y1, Y1
+	JNZ          expslow5
+	VCVTPS2DQ    Y2, Y2
 	VPADDD       vecC<>+384(SB), Y2, Y2
-	VPSRAD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y0, Y0
+	VADDPS       Y0, Y0, Y0
 	VMULPS       Y2, Y0, Y0
-	VMOVUPS      Y0, (DI)(CX*4)
-	ADDQ         $0x08, CX
+
+expback6:
+	VMOVUPS Y0, (DI)(CX*4)
+	ADDQ    $0x08, CX
 
 tail:
 	CMPQ         CX, R13
@@ -2628,7 +2794,6 @@ tail:
 	VROUNDPS     $0x00, Y2, Y2
 	VFNMADD231PS vecC<>+96(SB), Y2, Y0
 	VFNMADD231PS vecC<>+128(SB), Y2, Y0
-	VCVTPS2DQ    Y2, Y2
 	VMULPS       Y0, Y0, Y3
 	VMOVUPS      vecC<>+160(SB), Y1
 	VFMADD213PS  vecC<>+192(SB), Y0, Y1
@@ -2638,18 +2803,93 @@ tail:
 	VFMADD213PS  vecC<>+320(SB), Y0, Y1
 	VADDPS       vecC<>+352(SB), Y0, Y0
 	VFMADD231PS  Y3, Y1, Y0
+	VCMPPS       $0x01, vecC<>+448(SB), Y2, Y1
+	VTESTPS      Y1, Y1
+	JNZ          expslow7
+	VCVTPS2DQ    Y2, Y2
 	VPADDD       vecC<>+384(SB), Y2, Y2
-	VPSRAD       $0x01, Y2, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPSLLD       $0x17, Y3, Y3
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y0, Y0
+	VADDPS       Y0, Y0, Y0
 	VMULPS       Y2, Y0, Y0
-	VMASKMOVPS   Y0, Y15, (DI)(CX*4)
+
+expback8:
+	VMASKMOVPS Y0, Y15, (DI)(CX*4)
 
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS    vecC<>+480(SB), Y2, Y3
+	VMINPS    vecC<>+512(SB), Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VPADDD    vecC<>+416(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VCMPPS    $0x01, vecC<>+448(SB), Y2, Y1
+	VMAXPS    vecC<>+544(SB), Y2, Y2
+	VCVTPS2DQ Y2, Y2
+	VPADDD    vecC<>+384(SB), Y2, Y2
+	VPSLLD    $0x17, Y2, Y2
+	VADDPS    Y0, Y0, Y0
+	VMULPS    Y2, Y0, Y0
+	VBLENDVPS Y1, Y3, Y0, Y0
+	JMP       expback2
+
+expslow3:
+	VADDPS    vecC<>+480(SB), Y6, Y7
+	VMINPS    vecC<>+512(SB), Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VPADDD    vecC<>+416(SB), Y7, Y7
+	VPSLLD    $0x17, Y7, Y7
+	VMULPS    Y4, Y7, Y7
+	VCVTPS2DQ Y7, Y7
+	VCMPPS    $0x01, vecC<>+448(SB), Y6, Y5
+	VMAXPS    vecC<>+544(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+384(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VADDPS    Y4, Y4, Y4
+	VMULPS    Y6, Y4, Y4
+	VBLENDVPS Y5, Y7, Y4, Y4
+	JMP       expback4
+
+expslow5:
+	VADDPS    vecC<>+480(SB), Y2, Y3
+	VMINPS    vecC<>+512(SB), Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VPADDD    vecC<>+416(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VCMPPS    $0x01, vecC<>+448(SB), Y2, Y1
+	VMAXPS    vecC<>+544(SB), Y2, Y2
+	VCVTPS2DQ Y2, Y2
+	VPADDD    vecC<>+384(SB), Y2, Y2
+	VPSLLD    $0x17, Y2, Y2
+	VADDPS    Y0, Y0, Y0
+	VMULPS    Y2, Y0, Y0
+	VBLENDVPS Y1, Y3, Y0, Y0
+	JMP       expback6
+
+expslow7:
+	VADDPS    vecC<>+480(SB), Y2, Y3
+	VMINPS    vecC<>+512(SB), Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VPADDD    vecC<>+416(SB), Y3, Y3
+	VPSLLD    $0x17, Y3, Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPS2DQ Y3, Y3
+	VCMPPS    $0x01, vecC<>+448(SB), Y2, Y1
+	VMAXPS    vecC<>+544(SB), Y2, Y2
+	VCVTPS2DQ Y2, Y2
+	VPADDD    vecC<>+384(SB), Y2, Y2
+	VPSLLD    $0x17, Y2, Y2
+	VADDPS    Y0, Y0, Y0
+	VMULPS    Y2, Y0, Y0
+	VBLENDVPS Y1, Y3, Y0, Y0
+	JMP       expback8
 
 // func gemvNAVX512(m int, n int, a []float32, lda int, x []float32, y []float32)
 // Requires: AVX, AVX512DQ, AVX512F
@@ -3245,17 +3485,22 @@ expu:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow1
 	VSCALEFPS         Z5, Z3, Z3
-	VMOVUPS           Z3, (BX)
-	VADDPS            Z3, Z2, Z2
-	ADDQ              R14, AX
-	ADDQ              R14, BX
-	DECQ              R8
-	JNZ               expu
-	VBROADCASTSS      vecC<>+352(SB), Z1
-	VDIVPS            Z2, Z1, Z1
-	MOVQ              DI, BX
-	MOVQ              R12, R8
+
+expback2:
+	VMOVUPS      Z3, (BX)
+	VADDPS       Z3, Z2, Z2
+	ADDQ         R14, AX
+	ADDQ         R14, BX
+	DECQ         R8
+	JNZ          expu
+	VBROADCASTSS vecC<>+352(SB), Z1
+	VDIVPS       Z2, Z1, Z1
+	MOVQ         DI, BX
+	MOVQ         R12, R8
 
 scaleu:
 	VMOVUPS (BX), Z3
@@ -3305,17 +3550,22 @@ expm:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow3
 	VSCALEFPS         Z5, Z3, Z3
-	VMOVUPS           Z3, K1, (BX)
-	VADDPS            Z3, Z2, Z2
-	ADDQ              R14, AX
-	ADDQ              R14, BX
-	DECQ              R8
-	JNZ               expm
-	VBROADCASTSS      vecC<>+352(SB), Z1
-	VDIVPS            Z2, Z1, Z1
-	MOVQ              DI, BX
-	MOVQ              R12, R8
+
+expback4:
+	VMOVUPS      Z3, K1, (BX)
+	VADDPS       Z3, Z2, Z2
+	ADDQ         R14, AX
+	ADDQ         R14, BX
+	DECQ         R8
+	JNZ          expm
+	VBROADCASTSS vecC<>+352(SB), Z1
+	VDIVPS       Z2, Z1, Z1
+	MOVQ         DI, BX
+	MOVQ         R12, R8
 
 scalem:
 	VMOVUPS.Z (BX), K1, Z3
@@ -3328,6 +3578,26 @@ scalem:
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback2
+
+expslow3:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback4
 
 // func softmaxColsGradAVX512(rows int, n int, c []float32, dc []float32, dl []float32)
 // Requires: AVX, AVX512DQ, AVX512F
@@ -3475,7 +3745,7 @@ qu:
 	ADDQ              R14, AX
 	DECQ              R8
 	JNZ               qu
-	VADDPS.BCST       vecC<>+416(SB), Z0, Z1
+	VADDPS.BCST       vecC<>+576(SB), Z0, Z1
 	VSQRTPS           Z1, Z1
 	CMPQ              R11, $0x00
 	JNE               sabu
@@ -3496,11 +3766,16 @@ qu:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z2, Z3
 	VADDPS.BCST       vecC<>+352(SB), Z2, Z2
 	VFMADD231PS       Z6, Z3, Z2
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z4, K2
+	KORTESTW          K2, K2
+	JNZ               expslow1
 	VSCALEFPS         Z4, Z2, Z2
-	VBROADCASTSS      vecC<>+352(SB), Z3
-	VSUBPS            Z2, Z3, Z3
-	VDIVPS            Z1, Z3, Z5
-	JMP               applyu
+
+expback2:
+	VBROADCASTSS vecC<>+352(SB), Z3
+	VSUBPS       Z2, Z3, Z3
+	VDIVPS       Z1, Z3, Z5
+	JMP          applyu
 
 sabu:
 	VADDPS.BCST vecC<>+352(SB), Z0, Z3
@@ -3538,7 +3813,7 @@ qm:
 	ADDQ              R14, AX
 	DECQ              R8
 	JNZ               qm
-	VADDPS.BCST       vecC<>+416(SB), Z0, Z1
+	VADDPS.BCST       vecC<>+576(SB), Z0, Z1
 	VSQRTPS           Z1, Z1
 	CMPQ              R11, $0x00
 	JNE               sabm
@@ -3559,11 +3834,16 @@ qm:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z2, Z3
 	VADDPS.BCST       vecC<>+352(SB), Z2, Z2
 	VFMADD231PS       Z6, Z3, Z2
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z4, K2
+	KORTESTW          K2, K2
+	JNZ               expslow3
 	VSCALEFPS         Z4, Z2, Z2
-	VBROADCASTSS      vecC<>+352(SB), Z3
-	VSUBPS            Z2, Z3, Z3
-	VDIVPS            Z1, Z3, Z5
-	JMP               applym
+
+expback4:
+	VBROADCASTSS vecC<>+352(SB), Z3
+	VSUBPS       Z2, Z3, Z3
+	VDIVPS       Z1, Z3, Z5
+	JMP          applym
 
 sabm:
 	VADDPS.BCST vecC<>+352(SB), Z0, Z3
@@ -3587,6 +3867,26 @@ outm:
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS.BCST vecC<>+480(SB), Z4, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z2, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z4, Z4
+	VSCALEFPS   Z4, Z2, Z2
+	VMOVAPS     Z6, K2, Z2
+	JMP         expback2
+
+expslow3:
+	VADDPS.BCST vecC<>+480(SB), Z4, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z2, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z4, Z4
+	VSCALEFPS   Z4, Z2, Z2
+	VMOVAPS     Z6, K2, Z2
+	JMP         expback4
 
 // func squashGradAVX512(kind int, d int, n int, s []float32, dv []float32, ds []float32)
 // Requires: AVX, AVX512DQ, AVX512F
@@ -3637,7 +3937,7 @@ qu:
 	ADDQ              R14, BX
 	DECQ              R8
 	JNZ               qu
-	VADDPS.BCST       vecC<>+416(SB), Z0, Z2
+	VADDPS.BCST       vecC<>+576(SB), Z0, Z2
 	VSQRTPS           Z2, Z2
 	CMPQ              R11, $0x00
 	JNE               sabu
@@ -3658,14 +3958,19 @@ qu:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow1
 	VSCALEFPS         Z5, Z3, Z3
-	VBROADCASTSS      vecC<>+352(SB), Z4
-	VSUBPS            Z3, Z4, Z4
-	VDIVPS            Z2, Z4, Z10
-	VSUBPS            Z10, Z3, Z3
-	VMULPS            Z2, Z2, Z4
-	VDIVPS            Z4, Z3, Z11
-	JMP               applyu
+
+expback2:
+	VBROADCASTSS vecC<>+352(SB), Z4
+	VSUBPS       Z3, Z4, Z4
+	VDIVPS       Z2, Z4, Z10
+	VSUBPS       Z10, Z3, Z3
+	VMULPS       Z2, Z2, Z4
+	VDIVPS       Z4, Z3, Z11
+	JMP          applyu
 
 sabu:
 	VADDPS.BCST  vecC<>+352(SB), Z0, Z3
@@ -3673,7 +3978,7 @@ sabu:
 	VDIVPS       Z2, Z4, Z10
 	VMULPS       Z3, Z3, Z3
 	VMULPS       Z2, Z3, Z3
-	VBROADCASTSS vecC<>+448(SB), Z5
+	VBROADCASTSS vecC<>+608(SB), Z5
 	VDIVPS       Z3, Z5, Z5
 	VMULPS       Z2, Z2, Z6
 	VMULPS       Z2, Z6, Z6
@@ -3722,7 +4027,7 @@ qm:
 	ADDQ              R14, BX
 	DECQ              R8
 	JNZ               qm
-	VADDPS.BCST       vecC<>+416(SB), Z0, Z2
+	VADDPS.BCST       vecC<>+576(SB), Z0, Z2
 	VSQRTPS           Z2, Z2
 	CMPQ              R11, $0x00
 	JNE               sabm
@@ -3743,14 +4048,19 @@ qm:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
 	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
 	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow3
 	VSCALEFPS         Z5, Z3, Z3
-	VBROADCASTSS      vecC<>+352(SB), Z4
-	VSUBPS            Z3, Z4, Z4
-	VDIVPS            Z2, Z4, Z10
-	VSUBPS            Z10, Z3, Z3
-	VMULPS            Z2, Z2, Z4
-	VDIVPS            Z4, Z3, Z11
-	JMP               applym
+
+expback4:
+	VBROADCASTSS vecC<>+352(SB), Z4
+	VSUBPS       Z3, Z4, Z4
+	VDIVPS       Z2, Z4, Z10
+	VSUBPS       Z10, Z3, Z3
+	VMULPS       Z2, Z2, Z4
+	VDIVPS       Z4, Z3, Z11
+	JMP          applym
 
 sabm:
 	VADDPS.BCST  vecC<>+352(SB), Z0, Z3
@@ -3758,7 +4068,7 @@ sabm:
 	VDIVPS       Z2, Z4, Z10
 	VMULPS       Z3, Z3, Z3
 	VMULPS       Z2, Z3, Z3
-	VBROADCASTSS vecC<>+448(SB), Z5
+	VBROADCASTSS vecC<>+608(SB), Z5
 	VDIVPS       Z3, Z5, Z5
 	VMULPS       Z2, Z2, Z6
 	VMULPS       Z2, Z6, Z6
@@ -3787,6 +4097,26 @@ outm:
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback2
+
+expslow3:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback4
 
 // func gerGroupsAVX512(ng int, d int, n int, x []float32, xs int, xk int, y []float32, ldy int, a []float32, lda int)
 // Requires: AVX, AVX512F
@@ -5053,7 +5383,12 @@ loop2:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z0, Z1
 	VADDPS.BCST       vecC<>+352(SB), Z0, Z0
 	VFMADD231PS       Z3, Z1, Z0
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z2, K2
+	KORTESTW          K2, K2
+	JNZ               expslow1
 	VSCALEFPS         Z2, Z0, Z0
+
+expback2:
 	VMAXPS            Z4, Z13, Z4
 	VMINPS            Z4, Z14, Z4
 	VMULPS.BCST       vecC<>+64(SB), Z4, Z6
@@ -5069,11 +5404,16 @@ loop2:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z4, Z5
 	VADDPS.BCST       vecC<>+352(SB), Z4, Z4
 	VFMADD231PS       Z7, Z5, Z4
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z6, K2
+	KORTESTW          K2, K2
+	JNZ               expslow3
 	VSCALEFPS         Z6, Z4, Z4
-	VMOVUPS           Z0, (DI)(CX*4)
-	VMOVUPS           Z4, 64(DI)(CX*4)
-	ADDQ              $0x20, CX
-	JMP               loop2
+
+expback4:
+	VMOVUPS Z0, (DI)(CX*4)
+	VMOVUPS Z4, 64(DI)(CX*4)
+	ADDQ    $0x20, CX
+	JMP     loop2
 
 step1:
 	CMPQ              CX, DX
@@ -5094,9 +5434,14 @@ step1:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z0, Z1
 	VADDPS.BCST       vecC<>+352(SB), Z0, Z0
 	VFMADD231PS       Z3, Z1, Z0
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z2, K2
+	KORTESTW          K2, K2
+	JNZ               expslow5
 	VSCALEFPS         Z2, Z0, Z0
-	VMOVUPS           Z0, (DI)(CX*4)
-	ADDQ              $0x10, CX
+
+expback6:
+	VMOVUPS Z0, (DI)(CX*4)
+	ADDQ    $0x10, CX
 
 tail:
 	CMPQ              CX, R13
@@ -5117,9 +5462,54 @@ tail:
 	VFMADD213PS.BCST  vecC<>+320(SB), Z0, Z1
 	VADDPS.BCST       vecC<>+352(SB), Z0, Z0
 	VFMADD231PS       Z3, Z1, Z0
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z2, K2
+	KORTESTW          K2, K2
+	JNZ               expslow7
 	VSCALEFPS         Z2, Z0, Z0
-	VMOVUPS           Z0, K1, (DI)(CX*4)
+
+expback8:
+	VMOVUPS Z0, K1, (DI)(CX*4)
 
 done:
 	VZEROUPPER
 	RET
+
+expslow1:
+	VADDPS.BCST vecC<>+480(SB), Z2, Z3
+	VMINPS.BCST vecC<>+512(SB), Z3, Z3
+	VSCALEFPS   Z3, Z0, Z3
+	VCVTPS2DQ   Z3, Z3
+	VMAXPS.BCST vecC<>+544(SB), Z2, Z2
+	VSCALEFPS   Z2, Z0, Z0
+	VMOVAPS     Z3, K2, Z0
+	JMP         expback2
+
+expslow3:
+	VADDPS.BCST vecC<>+480(SB), Z6, Z7
+	VMINPS.BCST vecC<>+512(SB), Z7, Z7
+	VSCALEFPS   Z7, Z4, Z7
+	VCVTPS2DQ   Z7, Z7
+	VMAXPS.BCST vecC<>+544(SB), Z6, Z6
+	VSCALEFPS   Z6, Z4, Z4
+	VMOVAPS     Z7, K2, Z4
+	JMP         expback4
+
+expslow5:
+	VADDPS.BCST vecC<>+480(SB), Z2, Z3
+	VMINPS.BCST vecC<>+512(SB), Z3, Z3
+	VSCALEFPS   Z3, Z0, Z3
+	VCVTPS2DQ   Z3, Z3
+	VMAXPS.BCST vecC<>+544(SB), Z2, Z2
+	VSCALEFPS   Z2, Z0, Z0
+	VMOVAPS     Z3, K2, Z0
+	JMP         expback6
+
+expslow7:
+	VADDPS.BCST vecC<>+480(SB), Z2, Z3
+	VMINPS.BCST vecC<>+512(SB), Z3, Z3
+	VSCALEFPS   Z3, Z0, Z3
+	VCVTPS2DQ   Z3, Z3
+	VMAXPS.BCST vecC<>+544(SB), Z2, Z2
+	VSCALEFPS   Z2, Z0, Z0
+	VMOVAPS     Z3, K2, Z0
+	JMP         expback8

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -99,10 +100,10 @@ func (s isa) maskFor(n GPPhysical, label string) {
 // Constants: each replicated over 8 lanes so that AVX2 code can use them as
 // memory operands; AVX-512 code broadcasts their first lane.
 var (
-	consts                                                     Mem
-	tailTable                                                  Mem
-	cLo, cHi, cLog2E, cLn2Hi, cLn2Lo, cOne, cBias2, cEps, cTwo Mem
-	cP                                                         [6]Mem
+	consts                                                                                                 Mem
+	tailTable                                                                                              Mem
+	cLo, cHi, cLog2E, cLn2Hi, cLn2Lo, cOne, cBiasM1, cBiasInt, cSubK, cSub149, cSub23, cSubMin, cEps, cTwo Mem
+	cP                                                                                                     [6]Mem
 )
 
 // squashEps is kernels.SquashEps (1e-7) as float32 bits.
@@ -131,7 +132,15 @@ func declareConsts() {
 		cP[i] = add(p)
 	}
 	cOne = add(expconst.One)
-	cBias2 = add(2 * expconst.Bias)
+	// Derived from expconst.Bias: the float32 subnormals are the multiples
+	// of 2^−149 = 2^−(Bias−1+23) below 2^−126 = 2^−(Bias−1).
+	bias := float32(expconst.Bias)
+	cBiasM1 = add(expconst.Bias - 1)                 // int32
+	cBiasInt = add(expconst.Bias)                    // int32
+	cSubK = add(math.Float32bits(-(bias - 1) + 0.5)) // −125.5
+	cSub149 = add(math.Float32bits(bias - 1 + 23))   // 149
+	cSub23 = add(math.Float32bits(23))               // 23
+	cSubMin = add(math.Float32bits(-(bias - 2)))     // −125
 	cEps = add(squashEps)
 	cTwo = add(two)
 
@@ -208,14 +217,18 @@ func (s isa) expSetup() {
 // exp sets x = exp(x) lane-wise by the algorithm of package expconst; it
 // clobbers t, n and u and needs expSetup.
 //
-// The product e·2^k is the single rounding of the exact e·2^k in both
-// forms: AVX-512 computes it with VSCALEFPS (one instruction, subnormal
-// results and overflow to +Inf handled by the hardware); AVX2 multiplies
-// by 2^k1 (exact: the product is normal) and then by 2^k2, k1 = k>>1,
-// k2 = k − k1, as expconst describes. Both exponent fields come from one
-// biased integer K = k + 2·Bias: K>>1 = k1 + Bias and K − (K>>1) = k2 + Bias
-// (K ≥ 0 for k ≥ −151), which saves an addition. The results are
-// bit-identical between the two ISAs.
+// The result is the single rounding of the exact e·2^k, as expconst
+// specifies, but never computed by a floating-point operation whose result
+// underflows: on Intel CPUs every such instruction (subnormal or zero
+// result) takes a microcode assist of about a hundred cycles, which made an
+// exp of underflowing arguments some 15 times slower. The fast path, taken
+// when no lane has k ≤ −126, scales by 2^k in one rounding: AVX-512 with
+// VSCALEFPS, AVX2 as (2e)·2^(k−1) (2e is exact and 2^(k−1) is a normal
+// float for k in [−125, 128]). Otherwise an out-of-line block (expSlow)
+// computes the flagged lanes as the integer bits round(e·2^(k+149)) (the
+// float e·2^(k+149) is normal and exact, VCVTPS2DQ rounds it once to
+// nearest even: those are the bits of the subnormal, or of the smallest
+// normals, e·2^k) and blends them in. NaN lanes are never flagged.
 func (s isa) exp(x, t, n, u VecPhysical) {
 	VMAXPS(x, s.expLo(), x) // x = max(x, Lo); NaN kept (second source)
 	VMINPS(x, s.expHi(), x) // x = min(x, Hi); NaN kept
@@ -227,27 +240,92 @@ func (s isa) exp(x, t, n, u VecPhysical) {
 	}
 	s.fnmadd231C(cLn2Hi, n, x) // x −= k·ln2hi
 	s.fnmadd231C(cLn2Lo, n, x) // r = x − k·ln2lo
-	if !s.zmm {
-		VCVTPS2DQ(n, n) // k as int32 (exact)
-	}
-	VMULPS(x, x, u)   // r²
-	s.loadC(cP[0], t) // p = P0
+	VMULPS(x, x, u)            // r²
+	s.loadC(cP[0], t)          // p = P0
 	for _, c := range cP[1:] {
 		s.fmadd213C(c, x, t) // p = p·r + P[i]
 	}
 	s.addC(cOne, x, x)   // 1 + r
 	VFMADD231PS(u, t, x) // e = (1 + r) + p·r²
+	slow, back := s.newLabel("expslow"), s.newLabel("expback")
 	if s.zmm {
+		VCMPPS_BCST(U8(1), cSubK, n, K2) // lanes with k < −125.5
+		KORTESTW(K2, K2)
+		JNZ(LabelRef(slow))
 		VSCALEFPS(n, x, x) // e·2^k, rounded once
-		return
+	} else {
+		VCMPPS(U8(1), cSubK, n, t) // lanes with k < −125.5
+		VTESTPS(t, t)
+		JNZ(LabelRef(slow))
+		s.expScale2(x, n)
 	}
-	s.paddC(cBias2, n, n) // K = k + 2·Bias
-	VPSRAD(U8(1), n, u)   // K>>1 = k1 + Bias
-	VPSUBD(u, n, n)       // K − (K>>1) = k2 + Bias
-	VPSLLD(U8(23), u, u)  // 2^k1
-	VPSLLD(U8(23), n, n)  // 2^k2
-	VMULPS(u, x, x)       // e·2^k1 (exact)
-	VMULPS(n, x, x)       // ·2^k2 (rounds once)
+	Label(back)
+	deferred = append(deferred, func() { s.expSlow(slow, back, x, t, n, u) })
+}
+
+// expScale2 sets x = round(e·2^k) for k in [−125, 128] (float in n) on
+// AVX2 as (2e)·2^(k−1); it clobbers n.
+func (s isa) expScale2(x, n VecPhysical) {
+	VCVTPS2DQ(n, n)        // k as int32 (exact)
+	s.paddC(cBiasM1, n, n) // k − 1 + Bias
+	VPSLLD(U8(23), n, n)   // 2^(k−1)
+	VADDPS(x, x, x)        // 2e (exact)
+	VMULPS(n, x, x)        // e·2^k, rounded once
+}
+
+// expSlow is the out-of-line block of exp for vectors with a lane whose
+// result may be below the normal range (see exp): x = e, n = k (float).
+func (s isa) expSlow(slow, back string, x, t, n, u VecPhysical) {
+	Label(slow)
+	s.addC(cSub149, n, u) // k + 149
+	s.minC(cSub23, u, u)  // ≤ 23 (the other lanes are discarded)
+	if s.zmm {
+		VSCALEFPS(u, x, u)    // e·2^(k+149): normal, exact
+		VCVTPS2DQ(u, u)       // its bits as a float32 of exponent field 0 (or 1)
+		s.maxC(cSubMin, n, n) // k ≥ −125 in the lanes not flagged (as they are)
+		VSCALEFPS(n, x, x)
+		VMOVAPS(u, K2, x) // the flagged lanes from the integer path
+	} else {
+		VCVTPS2DQ(u, u)
+		s.paddC(cBiasInt, u, u)
+		VPSLLD(U8(23), u, u)       // 2^(k+149)
+		VMULPS(x, u, u)            // e·2^(k+149): normal, exact
+		VCVTPS2DQ(u, u)            // the bits of the result
+		VCMPPS(U8(1), cSubK, n, t) // the flagged lanes again
+		s.maxC(cSubMin, n, n)      // k ≥ −125 in every lane
+		s.expScale2(x, n)
+		VBLENDVPS(t, u, x, x) // flagged lanes from the integer path
+	}
+	JMP(LabelRef(back))
+}
+
+// deferred holds the out-of-line blocks of the current function, emitted
+// after its RET by done.
+var deferred []func()
+
+// labelSeq numbers the generated local labels of the current function.
+var labelSeq int
+
+// newLabel returns a fresh local label name.
+func (s isa) newLabel(prefix string) string {
+	labelSeq++
+	return fmt.Sprintf("%s%d", prefix, labelSeq)
+}
+
+func (s isa) minC(c Mem, x, dst VecPhysical) {
+	if s.zmm {
+		VMINPS_BCST(c, x, dst)
+	} else {
+		VMINPS(c, x, dst)
+	}
+}
+
+func (s isa) maxC(c Mem, x, dst VecPhysical) {
+	if s.zmm {
+		VMAXPS_BCST(c, x, dst)
+	} else {
+		VMAXPS(c, x, dst)
+	}
 }
 
 // sig is the Go signature of each kernel family.
@@ -304,4 +382,9 @@ func done(label string) {
 	Label(label)
 	VZEROUPPER()
 	RET()
+	for _, f := range deferred {
+		f()
+	}
+	deferred = nil
+	labelSeq = 0
 }
