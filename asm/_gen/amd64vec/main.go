@@ -14,8 +14,11 @@
 //
 // exp follows package expconst (shared with the arm64 generator): clamps to
 // [expconst.Lo, expconst.Hi], Cody–Waite reduction, the Cephes polynomial
-// e = (1 + r) + p(r)·r², and 2^k applied as two normal factors so that
-// subnormal results are kept.
+// e = (1 + r) + p(r)·r², and the single rounding of e·2^k, subnormal
+// results kept. Vectors with a lane that may underflow take an out-of-line
+// block (emitted after the function's RET) that builds those results with
+// integer conversions, because a floating-point instruction that underflows
+// costs a microcode assist on Intel CPUs (see isa.exp).
 //
 // Everything is expressed in avo with physical registers (the kernels
 // keep the register assignment and blocking of the hand-written assembly
