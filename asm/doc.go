@@ -1,3 +1,35 @@
-// Package asm holds the Plan 9 assembly kernels and their //go:noescape
-// stubs; no logic beyond instructions. Use package kernels.
+// Package asm holds the Plan 9 assembly kernels (amd64 AVX2 and AVX-512,
+// arm64 NEON) behind exported Go functions. Use package kernels, which
+// picks an implementation at run time.
+//
+// # Generated files
+//
+// The amd64 vector kernels are generated, not hand-kept: vec_amd64.s and
+// its //go:noescape stubs vec_amd64.go are written by the avo program in
+// _gen/amd64vec, which has one generator function per kernel family
+// (gemvN, gemvT, ger, mulAddRows, mulAddRowsBatch(+Set), softmaxCols(+Grad),
+// squash(+Grad), gerGroups, ger2Groups(+Set), gemvTGroups, gemvNGroups,
+// exp), each emitting both the AVX2 (8 lanes, VMASKMOVPS tails) and the
+// AVX-512 (16 lanes, K-masked tails) version from the same source. The
+// constants and algorithm of exp come from _gen/expconst, shared with the
+// arm64 generator, so that exp has the same clamps (−105, 88.7228394),
+// subnormal results and ≤ 2 ulp accuracy on every ISA. _gen is its own Go
+// module (avo is not a dependency of capstan). Never edit a generated file;
+// change the generator and regenerate with
+//
+//	go generate ./asm/
+//
+// which reproduces the committed files byte for byte (gen_*.go hold the
+// //go:generate lines). The generated assembly functions are unexported
+// (gemvNAVX2, …).
+//
+// # Bounds layer
+//
+// Every exported kernel (GemvNAVX2, …, ExpAVX512, and the other ISAs'
+// ones) first checks its operands with the check functions of bounds.go:
+// a length or stride that would make the equivalent Go loop (given in each
+// doc comment) go out of range panics with a BoundsError naming the kernel
+// and the operand, before any assembly runs; an empty shape returns
+// without calling the assembly. The amd64 wrappers are in
+// vec_amd64_checked.go.
 package asm

@@ -85,6 +85,10 @@ type ops struct {
 	squash func(kind Squash, d, n int, s, v []float32)
 	// squashGrad: ds = (∂v/∂s)ᵀ·dv for the same layout (overwrites ds).
 	squashGrad func(kind Squash, d, n int, s, dv, ds []float32)
+
+	// exp: y[i] = exp(x[i]) for i < len(x) (y holds at least len(x)
+	// values), within 2 ulp of float32(math.Exp) with the clamps of expRef.
+	exp func(x, y []float32)
 }
 
 // Squash selects the squash non-linearity (spec §3).

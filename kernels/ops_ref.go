@@ -24,6 +24,7 @@ var refOps = ops{
 	ger2GroupsSet:   ger2GroupsSetRef,
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
+	exp:             expRef,
 }
 
 // sgemmWorkRef is sgemmRef; the plain loops need no work space.
@@ -260,5 +261,26 @@ func squashGradRef(kind Squash, d, n int, s, dv, ds []float32) {
 		for l := 0; l < d; l++ {
 			ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
 		}
+	}
+}
+
+// Clamps of the SIMD exp (asm/_gen/expconst): inputs are clamped to
+// [expLo, expHi] so that exp is 0 (after gradual underflow) far below and
+// +Inf just above ln(MaxFloat32), identically on every implementation.
+const (
+	expLo = -105
+	expHi = 88.7228394
+)
+
+// expRef is the reference of ops.exp: the correctly rounded float32 of
+// math.Exp of the clamped argument (NaN stays NaN).
+func expRef(x, y []float32) {
+	for i, v := range x {
+		if v < expLo {
+			v = expLo
+		} else if v > expHi {
+			v = expHi
+		}
+		y[i] = float32(math.Exp(float64(v)))
 	}
 }

@@ -27,6 +27,7 @@ var _ = register("avx2", func(o *ops) {
 	o.ger2GroupsSet = asm.Ger2GroupsSetAVX2
 	o.gemvTGroups = asm.GemvTGroupsAVX2
 	o.gemvNGroups = asm.GemvNGroupsAVX2
+	o.exp = asm.ExpAVX2
 })
 
 // AVX-512 kernels.
@@ -50,6 +51,7 @@ var _ = register("avx512", func(o *ops) {
 	o.ger2GroupsSet = asm.Ger2GroupsSetAVX512
 	o.gemvTGroups = asm.GemvTGroupsAVX512
 	o.gemvNGroups = asm.GemvNGroupsAVX512
+	o.exp = asm.ExpAVX512
 })
 
 // mulAddRowsBatchBy8 runs the MulAddRowsBatch kernel f, which takes at

@@ -1,0 +1,427 @@
+//go:build amd64 && !noasm
+
+package asm
+
+// The exported amd64 vector kernels. Each checks its operands through the
+// bounds layer (bounds.go), which panics with a BoundsError on a length or
+// stride that the equivalent loop would take out of range and returns false
+// on an empty shape, then calls the generated assembly body (vec_amd64.s,
+// stubs in vec_amd64.go, both written by asm/_gen/amd64vec).
+
+// GemvNAVX2 computes y += A·x for the m×n row-major A with row stride lda,
+// with AVX2+FMA. It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		var s float32
+//		for c := 0; c < n; c++ {
+//			s += a[r*lda+c] * x[c]
+//		}
+//		y[r] += s
+//	}
+func GemvNAVX2(m, n int, a []float32, lda int, x, y []float32) {
+	if checkGemv("GemvNAVX2", false, m, n, a, lda, x, y) {
+		gemvNAVX2(m, n, a, lda, x, y)
+	}
+}
+
+// GemvTAVX2 computes y += Aᵀ·x for the m×n row-major A with row stride lda,
+// with AVX2+FMA. It is equivalent to
+//
+//	for c := 0; c < n; c++ {
+//		for r := 0; r < m; r++ {
+//			y[c] += x[r] * a[r*lda+c]
+//		}
+//	}
+func GemvTAVX2(m, n int, a []float32, lda int, x, y []float32) {
+	if checkGemv("GemvTAVX2", true, m, n, a, lda, x, y) {
+		gemvTAVX2(m, n, a, lda, x, y)
+	}
+}
+
+// GerAVX2 computes A += x·yᵀ for the m×n row-major A with row stride lda,
+// with AVX2+FMA. It is equivalent to
+//
+//	for r := 0; r < m; r++ {
+//		for c := 0; c < n; c++ {
+//			a[r*lda+c] += x[r] * y[c]
+//		}
+//	}
+func GerAVX2(m, n int, x, y, a []float32, lda int) {
+	if checkGer("GerAVX2", m, n, x, y, a, lda) {
+		gerAVX2(m, n, x, y, a, lda)
+	}
+}
+
+// MulAddRowsAVX2 adds the element-wise products of k row pairs to y, with
+// AVX2+FMA. It is equivalent to
+//
+//	for c := 0; c < n; c++ {
+//		for l := 0; l < k; l++ {
+//			y[c] += a[l*lda+c] * x[l*ldx+c]
+//		}
+//	}
+func MulAddRowsAVX2(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
+	if checkMulAddRows("MulAddRowsAVX2", k, n, a, lda, x, ldx, y) {
+		mulAddRowsAVX2(k, n, a, lda, x, ldx, y)
+	}
+}
+
+// SoftmaxColsAVX2 writes to c the softmax over the rows of every column of
+// the rows×n row-major l (row stride n), with AVX2+FMA and a polynomial exp
+// (the exp of ExpAVX2, within 2 ulp). c may be l. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		mx := l[i]
+//		for r := 1; r < rows; r++ {
+//			mx = max(mx, l[r*n+i])
+//		}
+//		var sum float32
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] = exp(l[r*n+i] - mx)
+//			sum += c[r*n+i]
+//		}
+//		inv := 1 / sum
+//		for r := 0; r < rows; r++ {
+//			c[r*n+i] *= inv
+//		}
+//	}
+func SoftmaxColsAVX2(rows, n int, l, c []float32) {
+	if checkCols("SoftmaxColsAVX2", rows, n, "lc", l, c) {
+		softmaxColsAVX2(rows, n, l, c)
+	}
+}
+
+// SoftmaxColsGradAVX2 writes to dl the softmax input gradient of every
+// column of the rows×n row-major c (row stride n), with AVX2+FMA. dl may be
+// dc. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var dot float32
+//		for r := 0; r < rows; r++ {
+//			dot += c[r*n+i] * dc[r*n+i]
+//		}
+//		for r := 0; r < rows; r++ {
+//			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+//		}
+//	}
+func SoftmaxColsGradAVX2(rows, n int, c, dc, dl []float32) {
+	if checkCols("SoftmaxColsGradAVX2", rows, n, "cdl", c, dc, dl) {
+		softmaxColsGradAVX2(rows, n, c, dc, dl)
+	}
+}
+
+// SquashAVX2 squashes n capsules of dimension d stored component-major
+// (s[l*n+i] is component l of capsule i), with AVX2+FMA; kind 0 is
+// Mazzia's squash, 1 Sabour's. v may be s. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//		}
+//		nrm := sqrt(q + 1e-7)
+//		f := (1 - exp(-nrm)) / nrm // kind 0
+//		if kind == 1 {
+//			f = q / (1 + q) / nrm
+//		}
+//		for l := 0; l < d; l++ {
+//			v[l*n+i] = f * s[l*n+i]
+//		}
+//	}
+func SquashAVX2(kind, d, n int, s, v []float32) {
+	checkSquashKind("SquashAVX2", kind)
+	if checkCols("SquashAVX2", d, n, "sv", s, v) {
+		squashAVX2(kind, d, n, s, v)
+	}
+}
+
+// SquashGradAVX2 writes ds = (∂v/∂s)ᵀ·dv for the squash of SquashAVX2, with
+// AVX2+FMA. ds may be dv. It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		var q, dot float32
+//		for l := 0; l < d; l++ {
+//			q += s[l*n+i] * s[l*n+i]
+//			dot += s[l*n+i] * dv[l*n+i]
+//		}
+//		nrm := sqrt(q + 1e-7)
+//		var f, h float32 // v = f(nrm)·s, h = f'(nrm)/nrm
+//		if kind == 0 {
+//			e := exp(-nrm)
+//			f = (1 - e) / nrm
+//			h = (e - f) / (nrm * nrm)
+//		} else {
+//			t := 1 + q
+//			f = q / t / nrm
+//			h = 2/(t*t*nrm) - q/t/(nrm*nrm*nrm)
+//		}
+//		for l := 0; l < d; l++ {
+//			ds[l*n+i] = f*dv[l*n+i] + h*dot*s[l*n+i]
+//		}
+//	}
+func SquashGradAVX2(kind, d, n int, s, dv, ds []float32) {
+	checkSquashKind("SquashGradAVX2", kind)
+	if checkCols("SquashGradAVX2", d, n, "svd", s, dv, ds) {
+		squashGradAVX2(kind, d, n, s, dv, ds)
+	}
+}
+
+// AVX-512F versions: the same contracts as the AVX2 kernels above, on
+// 16-lane registers with K-masked tails.
+
+// GemvNAVX512 is GemvNAVX2 with AVX-512F.
+func GemvNAVX512(m, n int, a []float32, lda int, x, y []float32) {
+	if checkGemv("GemvNAVX512", false, m, n, a, lda, x, y) {
+		gemvNAVX512(m, n, a, lda, x, y)
+	}
+}
+
+// GemvTAVX512 is GemvTAVX2 with AVX-512F.
+func GemvTAVX512(m, n int, a []float32, lda int, x, y []float32) {
+	if checkGemv("GemvTAVX512", true, m, n, a, lda, x, y) {
+		gemvTAVX512(m, n, a, lda, x, y)
+	}
+}
+
+// GerAVX512 is GerAVX2 with AVX-512F.
+func GerAVX512(m, n int, x, y, a []float32, lda int) {
+	if checkGer("GerAVX512", m, n, x, y, a, lda) {
+		gerAVX512(m, n, x, y, a, lda)
+	}
+}
+
+// MulAddRowsAVX512 is MulAddRowsAVX2 with AVX-512F.
+func MulAddRowsAVX512(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
+	if checkMulAddRows("MulAddRowsAVX512", k, n, a, lda, x, ldx, y) {
+		mulAddRowsAVX512(k, n, a, lda, x, ldx, y)
+	}
+}
+
+// SoftmaxColsAVX512 is SoftmaxColsAVX2 with AVX-512F.
+func SoftmaxColsAVX512(rows, n int, l, c []float32) {
+	if checkCols("SoftmaxColsAVX512", rows, n, "lc", l, c) {
+		softmaxColsAVX512(rows, n, l, c)
+	}
+}
+
+// SoftmaxColsGradAVX512 is SoftmaxColsGradAVX2 with AVX-512F.
+func SoftmaxColsGradAVX512(rows, n int, c, dc, dl []float32) {
+	if checkCols("SoftmaxColsGradAVX512", rows, n, "cdl", c, dc, dl) {
+		softmaxColsGradAVX512(rows, n, c, dc, dl)
+	}
+}
+
+// SquashAVX512 is SquashAVX2 with AVX-512F.
+func SquashAVX512(kind, d, n int, s, v []float32) {
+	checkSquashKind("SquashAVX512", kind)
+	if checkCols("SquashAVX512", d, n, "sv", s, v) {
+		squashAVX512(kind, d, n, s, v)
+	}
+}
+
+// SquashGradAVX512 is SquashGradAVX2 with AVX-512F.
+func SquashGradAVX512(kind, d, n int, s, dv, ds []float32) {
+	checkSquashKind("SquashGradAVX512", kind)
+	if checkCols("SquashGradAVX512", d, n, "svd", s, dv, ds) {
+		squashGradAVX512(kind, d, n, s, dv, ds)
+	}
+}
+
+// GerGroupsAVX2 does ng rank-1 updates of the d×n blocks stacked in the
+// row-major a (row stride lda; block j is rows j·d … j·d+d−1), block j with
+// x[j·xs + k·xk] (k < d) and row j of y (row stride ldy), with AVX2+FMA.
+// It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] += x[j*xs+k*xk] * y[j*ldy+c]
+//			}
+//		}
+//	}
+func GerGroupsAVX2(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("GerGroupsAVX2", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+		gerGroupsAVX2(ng, d, n, x, xs, xk, y, ldy, a, lda)
+	}
+}
+
+// GemvTGroupsAVX2 adds to row j of y (row stride ldy) the product of the
+// transposed d×n block j of a (as in GerGroupsAVX2) with x[j·xs + k·xk]
+// (k < d), for every j < g, with AVX2+FMA. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				y[j*ldy+c] += x[j*xs+k*xk] * a[(j*d+k)*lda+c]
+//			}
+//		}
+//	}
+func GemvTGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+	if checkGemvTGroups("GemvTGroupsAVX2", ng, d, n, a, lda, x, xs, xk, y, ldy) {
+		gemvTGroupsAVX2(ng, d, n, a, lda, x, xs, xk, y, ldy)
+	}
+}
+
+// GemvNGroupsAVX2 adds to y[j·ys + k·yk] (k < d) the product of the d×n
+// block j of a (as in GerGroupsAVX2) with row j of x (row stride ldx), for
+// every j < ng, with AVX2+FMA. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			var s float32
+//			for c := 0; c < n; c++ {
+//				s += a[(j*d+k)*lda+c] * x[j*ldx+c]
+//			}
+//			y[j*ys+k*yk] += s
+//		}
+//	}
+func GemvNGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+	if checkGemvNGroups("GemvNGroupsAVX2", ng, d, n, a, lda, x, ldx, y, ys, yk) {
+		gemvNGroupsAVX2(ng, d, n, a, lda, x, ldx, y, ys, yk)
+	}
+}
+
+// GerGroupsAVX512 is GerGroupsAVX2 with AVX-512F.
+func GerGroupsAVX512(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("GerGroupsAVX512", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+		gerGroupsAVX512(ng, d, n, x, xs, xk, y, ldy, a, lda)
+	}
+}
+
+// GemvTGroupsAVX512 is GemvTGroupsAVX2 with AVX-512F.
+func GemvTGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
+	if checkGemvTGroups("GemvTGroupsAVX512", ng, d, n, a, lda, x, xs, xk, y, ldy) {
+		gemvTGroupsAVX512(ng, d, n, a, lda, x, xs, xk, y, ldy)
+	}
+}
+
+// GemvNGroupsAVX512 is GemvNGroupsAVX2 with AVX-512F.
+func GemvNGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
+	if checkGemvNGroups("GemvNGroupsAVX512", ng, d, n, a, lda, x, ldx, y, ys, yk) {
+		gemvNGroupsAVX512(ng, d, n, a, lda, x, ldx, y, ys, yk)
+	}
+}
+
+// Ger2GroupsAVX2 is GerGroupsAVX2 for two operand pairs (x, y) and (x2, y2)
+// sharing their strides, in one pass over a, with AVX2+FMA. It is
+// equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				r := (j*d+k)*lda + c
+//				a[r] += x[j*xs+k*xk] * y[j*ldy+c]
+//				a[r] += x2[j*xs+k*xk] * y2[j*ldy+c]
+//			}
+//		}
+//	}
+func Ger2GroupsAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("Ger2GroupsAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+		ger2GroupsAVX2(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
+
+// Ger2GroupsAVX512 is Ger2GroupsAVX2 with AVX-512F.
+func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("Ger2GroupsAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+		ger2GroupsAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
+
+// Ger2GroupsSetAVX2 is Ger2GroupsAVX2 overwriting a (a is not read), with
+// AVX2+FMA. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			for c := 0; c < n; c++ {
+//				a[(j*d+k)*lda+c] = x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+//			}
+//		}
+//	}
+func Ger2GroupsSetAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("Ger2GroupsSetAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+		ger2GroupsSetAVX2(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
+
+// Ger2GroupsSetAVX512 is Ger2GroupsSetAVX2 with AVX-512F.
+func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
+	if checkGerGroups("Ger2GroupsSetAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+		ger2GroupsSetAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
+
+// MulAddRowsBatchAVX2 adds, for each of nb samples b, the element-wise
+// products of k ≤ 8 row pairs to row b of y, the rows of a being shared by
+// every sample, with AVX2+FMA. It holds the rows of a for 8 columns in
+// registers while it walks the samples, so a is read once per call. k must
+// be at most 8 (k = 0 does nothing). It is equivalent to
+//
+//	for b := 0; b < nb; b++ {
+//		for c := 0; c < n; c++ {
+//			for l := 0; l < k; l++ {
+//				y[b*ystride+c] += a[l*lda+c] * x[b*xstride+l*ldx+c]
+//			}
+//		}
+//	}
+func MulAddRowsBatchAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	if checkMulAddRowsBatch("MulAddRowsBatchAVX2", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+		mulAddRowsBatchAVX2(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
+}
+
+// MulAddRowsBatchAVX512 is MulAddRowsBatchAVX2 with AVX-512F (16 columns
+// per register, K-masked tail).
+func MulAddRowsBatchAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	if checkMulAddRowsBatch("MulAddRowsBatchAVX512", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+		mulAddRowsBatchAVX512(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
+}
+
+// MulAddRowsBatchSetAVX2 is MulAddRowsBatchAVX2 overwriting y instead of
+// adding to it (y is not read), with AVX2+FMA. k must be 1 to 8: for k = 0
+// it writes nothing (the caller clears y). It is equivalent to
+//
+//	for b := 0; b < nb; b++ {
+//		for c := 0; c < n; c++ {
+//			var s float32
+//			for l := 0; l < k; l++ {
+//				s += a[l*lda+c] * x[b*xstride+l*ldx+c]
+//			}
+//			y[b*ystride+c] = s
+//		}
+//	}
+func MulAddRowsBatchSetAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	if checkMulAddRowsBatch("MulAddRowsBatchSetAVX2", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+		mulAddRowsBatchSetAVX2(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
+}
+
+// MulAddRowsBatchSetAVX512 is MulAddRowsBatchSetAVX2 with AVX-512F.
+func MulAddRowsBatchSetAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
+	if checkMulAddRowsBatch("MulAddRowsBatchSetAVX512", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+		mulAddRowsBatchSetAVX512(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
+	}
+}
+
+// ExpAVX2 writes y[i] = exp(x[i]) for i < len(x), with AVX2+FMA, within
+// 2 ulp of float32(math.Exp(x)): x is clamped to [−105, 88.7228394]
+// (expconst.Lo, Hi), results below about −87.3 are subnormal (kept) and 0
+// below about −103.97, +Inf above 88.7228394, NaN stays NaN. y may be x. It
+// is equivalent to
+//
+//	for i := range x {
+//		y[i] = float32(math.Exp(float64(min(max(x[i], -105), 88.7228394))))
+//	}
+func ExpAVX2(x, y []float32) {
+	if checkExp("ExpAVX2", x, y) {
+		expAVX2(x, y)
+	}
+}
+
+// ExpAVX512 is ExpAVX2 with AVX-512F.
+func ExpAVX512(x, y []float32) {
+	if checkExp("ExpAVX512", x, y) {
+		expAVX512(x, y)
+	}
+}
