@@ -9,6 +9,7 @@ import "github.com/capstan-ml/capstan/asm"
 // before any assembly runs, an empty one does nothing), so they are
 // registered as they are; only squash maps its kind.
 var _ = register("neon", func(o *ops) {
+	o.exp = asm.ExpNEON
 	o.gemvN = asm.GemvNNEON
 	o.gemvT = asm.GemvTNEON
 	o.ger = asm.GerNEON
