@@ -23,6 +23,14 @@
 // //go:generate lines). The generated assembly functions are unexported
 // (gemvNAVX2, …).
 //
+// The SGEMM micro-kernels are generated too: sgemm_amd64.s, its stubs and
+// the checked wrappers with the tile table SgemmTilesAMD64
+// (sgemm_tiles_amd64.go) by _gen/amd64sgemm from (mr, nr, isa); the NEON
+// files (vec_arm64.s, sgemm_arm64.s and their stubs) by the text/template
+// generator _gen/arm64, one template per kernel family, with the A64
+// instructions the Go assembler lacks as WORD encodings commented with
+// their mnemonics.
+//
 // # Bounds layer
 //
 // Every exported kernel (GemvNAVX2, …, ExpAVX512, and the other ISAs'
@@ -30,6 +38,7 @@
 // a length or stride that would make the equivalent Go loop (given in each
 // doc comment) go out of range panics with a BoundsError naming the kernel
 // and the operand, before any assembly runs; an empty shape returns
-// without calling the assembly. The amd64 wrappers are in
-// vec_amd64_checked.go.
+// without calling the assembly. The wrappers are in vec_amd64_checked.go,
+// sgemm_tiles_amd64.go (generated), vec_arm64_checked.go and
+// sgemm_arm64_checked.go.
 package asm
