@@ -10,7 +10,7 @@
 #                      compare two commits (NEW defaults to HEAD, "." is the work tree):
 #                      builds the PKG test binary of each (git worktree in a temp dir,
 #                      go test -c), runs them alternately OLD, NEW, OLD, NEW… COUNT times
-#                      (-count 1 each, -cpu 1, same BENCH/BENCHTIME), writes
+#                      (-count 1 each, -cpu $CPU (default 1), same BENCH/BENCHTIME), writes
 #                      bench/OLD-vs-NEW/{OLD,NEW}.txt and benchstat's one-table
 #                      comparison bench/OLD-vs-NEW/benchstat.txt
 #   ./build.sh data    fetch datasets ([-dir DIR] [mnist|fashion|all], default mnist; see tools/data)
@@ -202,7 +202,7 @@ cmd_benchcmp() {
 			[ $slot = new ] && name=$newname
 			say "run $i/$count: $name"
 			(cd "$(cat "$tmp/$slot.dir")/$pkg" && "$tmp/$slot.test" -test.run '^$' -test.bench "${BENCH:-.}" \
-				-test.benchmem -test.count 1 -test.cpu 1 ${BENCHTIME:+-test.benchtime "$BENCHTIME"}) >>"$dir/$name.txt" ||
+				-test.benchmem -test.count 1 -test.cpu "${CPU:-1}" ${BENCHTIME:+-test.benchtime "$BENCHTIME"}) >>"$dir/$name.txt" ||
 				die "benchcmp: the benchmarks of $name failed (see $dir/$name.txt)"
 		done
 	done
