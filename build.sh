@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Capstan's one entry point.
 #   ./build.sh build   build everything (native) and vet it
-#   ./build.sh test    gofmt, go vet (amd64 + arm64), tests: native, -tags noasm,
+#   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
 #                      forced AVX2 on AVX-512 machines, arm64 under qemu-aarch64-static
 #   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
