@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -399,6 +400,48 @@ func TestConvAllocs(t *testing.T) {
 				if a := testing.AllocsPerRun(5, f); a != 0 || err != nil {
 					t.Errorf("%s %+v: %v allocations per call, err %v", what, s, a, err)
 				}
+			}
+		}
+	})
+}
+
+// TestConvArenaWork checks that the convolutions given ArenaWorkSize floats
+// of work compute the same bits as with WorkSize only.
+func TestConvArenaWork(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, _ string) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		for _, s := range convTestShapes()[:20] {
+			x, w, dy := convRand(rng, s.XLen(), 0), convRand(rng, s.WLen(), 0), convRand(rng, s.YLen(), 0)
+			small, big := make([]float32, s.WorkSize()), convNaN(s.ArenaWorkSize(), 0)
+			if s.ArenaWorkSize() < s.WorkSize() {
+				t.Fatalf("%+v: ArenaWorkSize %d < WorkSize %d", s, s.ArenaWorkSize(), s.WorkSize())
+			}
+			y1, y2 := make([]float32, s.YLen()), make([]float32, s.YLen())
+			dx1, dx2 := make([]float32, s.XLen()), make([]float32, s.XLen())
+			dw1, dw2 := make([]float32, s.WLen()), make([]float32, s.WLen())
+			if err := ConvForward(s, y1, x, w, nil, small); err != nil {
+				t.Fatal(err)
+			}
+			if err := ConvForward(s, y2, x, w, nil, big); err != nil {
+				t.Fatal(err)
+			}
+			if tail := big[s.WorkSize():]; Impl() != "ref" && len(tail) > 0 && !slices.ContainsFunc(tail, func(v float32) bool { return v == v }) {
+				t.Errorf("%+v: the SGEMM packing space of ArenaWorkSize was not used", s)
+			}
+			if err := ConvBackwardData(s, dx1, dy, w, small); err != nil {
+				t.Fatal(err)
+			}
+			if err := ConvBackwardData(s, dx2, dy, w, big); err != nil {
+				t.Fatal(err)
+			}
+			if err := ConvBackwardFilter(s, dw1, nil, x, dy, small); err != nil {
+				t.Fatal(err)
+			}
+			if err := ConvBackwardFilter(s, dw2, nil, x, dy, big); err != nil {
+				t.Fatal(err)
+			}
+			if !sameBits32(y1, y2) || !sameBits32(dx1, dx2) || !sameBits32(dw1, dw2) {
+				t.Fatalf("%+v: results with arena work differ", s)
 			}
 		}
 	})

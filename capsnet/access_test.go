@@ -1,0 +1,111 @@
+package capsnet
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestAccessors checks the layouts the accessors document against the
+// PyTorch-layout dump, and their errors.
+func TestAccessors(t *testing.T) {
+	p, err := NewParams(Presets()["tiny-deep3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(7)
+	n, err := NewNet(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n.Batch*n.InputLen())
+	for i := range x {
+		x[i] = float32((i*7)%19) / 19
+	}
+	labels := []int{3, 8}
+	dump, err := Dump(p, x, labels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Forward(x, labels); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(n.Layers()); got != len(p.Config.Caps)+1 {
+		t.Fatalf("%d layers, want %d", got, len(p.Config.Caps)+1)
+	}
+	buf := make([]float32, 64)
+	for l, li := range n.Layers() {
+		v, vs, err := n.Capsules(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := dump[fmt.Sprintf("trace.%d.v", l)]
+		if vs.B != 2 || vs.N != li.N || vs.D != li.D || ref.Shape[1] != vs.N || ref.Shape[2] != vs.D {
+			t.Fatalf("layer %d: shape %+v, info %+v, dump %v", l, vs, li, ref.Shape)
+		}
+		for b := 0; b < vs.B; b++ {
+			for i := 0; i < vs.N; i++ {
+				c := vs.Capsule(v, b, i, buf)
+				for k := range c {
+					if c[k] != ref.Data[(b*vs.N+i)*vs.D+k] || vs.At(v, b, i, k) != c[k] {
+						t.Fatalf("layer %d sample %d capsule %d [%d]: %v, dump %v", l, b, i, k, c[k], ref.Data[(b*vs.N+i)*vs.D+k])
+					}
+				}
+			}
+		}
+		if l == 0 {
+			if _, _, err := n.Couplings(0); err == nil {
+				t.Error("Couplings(0): no error")
+			}
+			continue
+		}
+		c, cs, err := n.Couplings(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cref := dump[fmt.Sprintf("trace.%d.c", l)]
+		for b := 0; b < cs.B; b++ {
+			for i := 0; i < cs.NIn; i++ {
+				for j := 0; j < cs.NOut; j++ {
+					if got, want := cs.At(c, b, i, j), cref.Data[(b*cs.NIn+i)*cs.NOut+j]; got != want {
+						t.Fatalf("layer %d c[%d,%d,%d] = %v, dump %v", l, b, i, j, got, want)
+					}
+				}
+			}
+		}
+	}
+	if err := n.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	for l := 1; l < len(n.Layers()); l++ {
+		g, ws, err := n.VotesGrad(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := dump[fmt.Sprintf("grad.%s.W", p.Config.Caps[l-1].Name)] // torch (n_out, n_in, d_out, d_in)
+		for j := 0; j < ws.NOut; j++ {
+			for i := 0; i < ws.NIn; i++ {
+				for r := 0; r < ws.DOut; r++ {
+					for c := 0; c < ws.DIn; c++ {
+						if got, want := ws.At(g, j, i, r, c), ref.Data[((j*ws.NIn+i)*ws.DOut+r)*ws.DIn+c]; got != want {
+							t.Fatalf("layer %d dW[%d,%d,%d,%d] = %v, dump %v", l, j, i, r, c, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	last := len(n.Layers())
+	if _, _, err := n.Capsules(last); err == nil {
+		t.Error("Capsules past the last layer: no error")
+	}
+	if _, _, err := n.VotesGrad(-1); err == nil {
+		t.Error("VotesGrad(-1): no error")
+	}
+	inf, _ := NewInferenceNet(p, 2)
+	if _, _, err := inf.VotesGrad(1); err == nil {
+		t.Error("VotesGrad on an inference net: no error")
+	}
+	if err := inf.BackwardMargin(); err == nil {
+		t.Error("BackwardMargin on an inference net: no error")
+	}
+}

@@ -1,0 +1,189 @@
+package capsnet
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
+)
+
+// TestInitStd checks that Init draws each layer's votes matrix with its
+// init_std (DefaultInitStd when unset) and that the seed fixes the draw.
+func TestInitStd(t *testing.T) {
+	cfg := Presets()["tiny-deep3"]
+	cfg.Caps[0].InitStd = 0.7
+	cfg.Caps[1].InitStd = 0 // the default
+	if cfg.Caps[2].InitStd == 0 {
+		t.Fatal("tiny-deep3 preset: no init_std (deep presets set DeepInitStd)")
+	}
+	p, err := NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(3)
+	for l, c := range cfg.Caps {
+		w := p.Get(c.Name + ".W").Buf.Data()
+		ss := 0.0
+		for _, v := range w {
+			ss += float64(v) * float64(v)
+		}
+		got, want := math.Sqrt(ss/float64(len(w))), c.InitStd
+		if want == 0 {
+			want = DefaultInitStd
+		}
+		if l == 2 && want != DeepInitStd(cfg.Caps[1].Dim) {
+			t.Errorf("%s: init_std %v, want DeepInitStd %v", c.Name, want, DeepInitStd(cfg.Caps[1].Dim))
+		}
+		// the sample std of n normals is within 5/sqrt(2n) of σ (relative) with overwhelming probability
+		if math.Abs(got/want-1) > 5/math.Sqrt(2*float64(len(w))) {
+			t.Errorf("%s: std %.4f over %d values, want %.4f", c.Name, got, len(w), want)
+		}
+	}
+	q, _ := NewParams(cfg)
+	q.Init(3)
+	if !slices.Equal(p.Get("caps.0.W").Buf.Data(), q.Get("caps.0.W").Buf.Data()) {
+		t.Error("same seed, different votes matrices")
+	}
+}
+
+func TestCheckpointRoundTripAndLayouts(t *testing.T) {
+	p, err := NewParams(Presets()["tiny-deep3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(3)
+	// Make the (zero-initialised) priors non-trivial so the transpose is tested.
+	for _, q := range p.List {
+		if q.kind == prior {
+			for i := range q.Buf.Data() {
+				q.Buf.Data()[i] = float32(i)
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	if err := p.SaveCheckpoint(path, map[string]string{"epoch": "7"}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Meta["epoch"] != "7" || ck.Meta["format"] != CheckpointFormat || !ck.HasConfig() || ck.Config.JSON() != p.Config.JSON() {
+		t.Errorf("metadata %v, config %s", ck.Meta, ck.Config.Name)
+	}
+	q, err := ck.Params(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range p.List {
+		b := q.List[i]
+		for k, v := range a.Buf.Data() {
+			if b.Buf.Data()[k] != v {
+				t.Fatalf("%s[%d]: %v after round trip, want %v", a.Name, k, b.Buf.Data()[k], v)
+			}
+		}
+	}
+	// The torch layout of a prior is (n_in, n_out): element (i, j) = internal (j, i).
+	ts := p.TorchTensors()
+	pr := p.Get("caps.0.b")
+	nIn, nOut := pr.TorchShape[0], pr.TorchShape[1]
+	if ts["caps.0.b"].Data[1*nOut+2] != pr.Buf.Data()[2*nIn+1] {
+		t.Errorf("prior layout conversion wrong")
+	}
+}
+
+func TestCheckpointBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := NewParams(Presets()["tiny-deep"])
+	p.Init(1)
+	good := filepath.Join(dir, "good.safetensors")
+	if err := p.SaveCheckpoint(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(good)
+	write := func(name string, b []byte) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, b, 0o644)
+		return path
+	}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{write("trunc.safetensors", raw[:len(raw)-100]), "truncated"},
+		{write("short.safetensors", raw[:5]), "truncated"},
+		{write("hdr.safetensors", raw[:40]), "truncated"},
+		{write("junk.safetensors", []byte("\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")), "corrupt JSON"},
+		{write("huge.safetensors", []byte("\xff\xff\xff\xff\xff\xff\xff\xff")), "header length"},
+		{filepath.Join(dir, "missing.safetensors"), "no such file"},
+	} {
+		_, err := ReadCheckpoint(tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Base(tc.path)) {
+			t.Errorf("%s: error %v, want one naming the file and containing %q", filepath.Base(tc.path), err, tc.want)
+		}
+	}
+	// The metadata's config wins over a hint; without metadata the hint is
+	// needed.
+	ck, err := ReadCheckpoint(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := Presets()["tiny-deep3"]
+	if q, err := ck.Params(&other); err != nil || q.Config.Name != "tiny-deep" {
+		t.Fatalf("metadata config must win over the hint: %v", err)
+	}
+	ts := p.TorchTensors()
+	bare := filepath.Join(dir, "bare.safetensors")
+	if err := safetensors.Write(bare, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	ckb, err := ReadCheckpoint(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ckb.Params(nil); err == nil || !strings.Contains(err.Error(), "no model config") {
+		t.Errorf("state dict without config and no hint: %v", err)
+	}
+	if _, err := ckb.Params(&other); err == nil || !strings.Contains(err.Error(), "model tiny-deep3 needs") {
+		t.Errorf("state dict of tiny-deep loaded as tiny-deep3: %v", err)
+	}
+	// Load into existing parameters: same configuration only.
+	q3, _ := NewParams(other)
+	if err := q3.Load(ck); err == nil || !strings.Contains(err.Error(), "holds model tiny-deep, not tiny-deep3") {
+		t.Errorf("Load into another model: %v", err)
+	}
+	changed := p.Config
+	changed.Loss.Recon = "mean"
+	qc, _ := NewParams(changed)
+	if err := qc.Load(ck); err == nil || !strings.Contains(err.Error(), "another configuration of model tiny-deep") {
+		t.Errorf("Load into a changed configuration: %v", err)
+	}
+	// A checkpoint holding NaN, and one with a tensor missing: errors, and
+	// Load leaves the parameters unchanged.
+	q, _ := NewParams(p.Config)
+	ts["caps.0.W"].Data[3] = float32(math.NaN())
+	nan := filepath.Join(dir, "nan.safetensors")
+	safetensors.Write(nan, ts, map[string]string{"config": p.Config.JSON()})
+	if ck, err := ReadCheckpoint(nan); err != nil {
+		t.Fatal(err)
+	} else if err := q.Load(ck); err == nil || !strings.Contains(err.Error(), "caps.0.W") {
+		t.Errorf("NaN weights: %v", err)
+	}
+	for _, v := range q.List[0].Buf.Data() {
+		if v != 0 {
+			t.Fatal("a failed Load changed the parameters")
+		}
+	}
+	ts["caps.0.W"].Data[3] = 0
+	delete(ts, "dec.fc1.bias")
+	miss := filepath.Join(dir, "miss.safetensors")
+	safetensors.Write(miss, ts, map[string]string{"config": p.Config.JSON()})
+	if ck, err := ReadCheckpoint(miss); err != nil {
+		t.Fatal(err)
+	} else if _, err := ck.Params(nil); err == nil || !strings.Contains(err.Error(), "dec.fc1.bias") {
+		t.Errorf("missing tensor: %v", err)
+	}
+}

@@ -1,0 +1,173 @@
+package capsnet
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestPresetsValidate(t *testing.T) {
+	ps := Presets()
+	if len(ps) < 100 {
+		t.Fatalf("only %d presets; the paper's grid alone has 96", len(ps))
+	}
+	for name, c := range ps {
+		if err := c.Validate(); err != nil {
+			t.Errorf("preset %s: %v", name, err)
+		}
+	}
+	for name, c := range ps {
+		full := c.Input[1] == 40
+		if want := map[bool]string{true: "mean", false: ""}[full]; c.Loss.Recon != want {
+			t.Errorf("preset %s: loss.recon %q, want %q (40×40 deep models: the paper's α on the MSE; others: spec §4's sum)", name, c.Loss.Recon, want)
+		}
+	}
+	g, err := Sabour().Geometry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.PrimaryN != 1152 || g.ConvOut[1] != [3]int{256, 6, 6} {
+		t.Errorf("Sabour geometry: %d primary capsules, prim output %v; want 1152, [256 6 6]", g.PrimaryN, g.ConvOut[1])
+	}
+	g, err = Deep(16, 8, 4, 10, false).Geometry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.PrimaryN != 16 || g.Kernel[4] != 7 || g.ConvOut[4] != [3]int{128, 1, 1} {
+		t.Errorf("deep geometry: %d primary capsules, dw kernel %d, output %v", g.PrimaryN, g.Kernel[4], g.ConvOut[4])
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		json, want string
+	}{
+		{`{"name":"x"`, "unexpected EOF"},
+		{`{"bogus":1}`, "unknown field"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":40,"stride":1}]}`, "kernel 40 larger"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":10,"kernel":3,"stride":1}],"primary_dim":4}`, "primary_dim 4"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":0}]}`, "stride"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"magic","iters":3,"squash":"sabour"}]}`, "routing \"magic\""},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":9,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10}`, "last capsule layer has 9"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour","init_std":-1}],"classes":10}`, "init_std -1"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10,"loss":{"m_plus":0.9,"m_minus":0.1,"lambda":0.5,"alpha":0.4,"recon":"median"}}`, "loss.recon: \"median\""},
+	} {
+		_, err := ParseConfig([]byte(tc.json), "test.json")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "test.json") {
+			t.Errorf("config %s: error %v, want one naming test.json and containing %q", tc.json, err, tc.want)
+		}
+	}
+	if _, err := LoadConfig("no-such-model"); err == nil || !strings.Contains(err.Error(), "no-such-model") {
+		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+func TestConfigJSONRoundTrip(t *testing.T) {
+	for _, name := range []string{"sabour", "deep", "tiny-deep3"} {
+		c := Presets()[name]
+		back, err := ParseConfig([]byte(c.JSON()), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.JSON() != c.JSON() {
+			t.Errorf("%s: JSON round trip changed the config", name)
+		}
+	}
+}
+
+// TestDeepInitReachesEveryLayer guards the deep presets' initialisation
+// (DeepInitStd): at initialisation the capsules of every layer must keep a
+// usable length and every votes matrix must get a gradient well above the
+// weight decay's pull (1e-6·|W|) and Adam's ε (1e-8). With Sabour's 0.05
+// the deep model's top capsules start near 5e-7 long and its gradients
+// near 1e-9, and training never leaves chance accuracy: the check must
+// fail on that initialisation.
+func TestDeepInitReachesEveryLayer(t *testing.T) {
+	for _, name := range []string{"deep", "deep-n32-d16-L4"} {
+		cfg, err := LoadConfig(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range starvedLayers(t, cfg) {
+			t.Errorf("%s: %s", name, msg)
+		}
+		for l := range cfg.Caps {
+			cfg.Caps[l].InitStd = 0 // DefaultInitStd, 0.05
+		}
+		if len(starvedLayers(t, cfg)) == 0 {
+			t.Errorf("%s with init_std 0.05: no starved layer found; the check cannot fail", name)
+		}
+	}
+}
+
+// starvedLayers runs one forward and backward pass at initialisation on two
+// synthetic 40×40 images and describes every capsule layer whose capsules
+// or votes-matrix gradients are too small to train.
+func starvedLayers(t *testing.T, cfg Config) []string {
+	t.Helper()
+	p, err := NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	n, err := NewNet(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// two "digits": a bright disc and a bar
+	x := make([]float32, n.Batch*n.InputLen())
+	for y := 0; y < 40; y++ {
+		for c := 0; c < 40; c++ {
+			if (y-20)*(y-20)+(c-18)*(c-18) < 64 {
+				x[y*40+c] = 1
+			}
+			if c >= 18 && c < 22 && y > 8 && y < 32 {
+				x[1600+y*40+c] = 1
+			}
+		}
+	}
+	if err := n.Forward(x, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for l := 1; l < len(n.Layers()); l++ {
+		v, vs, err := n.Capsules(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxLen := 0.0
+		for s := 0; s < 2; s++ {
+			for j := 0; j < vs.N; j++ {
+				q := 0.0
+				for k := 0; k < vs.D; k++ {
+					e := float64(vs.At(v, s, j, k))
+					q += e * e
+				}
+				maxLen = math.Max(maxLen, math.Sqrt(q))
+			}
+		}
+		W, _, _ := n.Votes(l)
+		dW, _, err := n.VotesGrad(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w, g float64
+		for i, e := range W {
+			w += math.Abs(float64(e))
+			g += math.Abs(float64(dW[i]))
+		}
+		w /= float64(len(W))
+		g /= float64(len(W))
+		// thresholds: 10× the weight decay's pull and 100× Adam's ε; the
+		// deep preset sits at ~90× and ~3000×, Sabour's 0.05 at ~0.03×
+		// and ~0.1×.
+		if maxLen < 1e-3 || g < 10*1e-6*w || g < 100*1e-8 {
+			out = append(out, fmt.Sprintf("%s at init: longest capsule %.3g, mean |dW| %.3g, mean |W| %.3g: the signal does not reach this layer", n.Layers()[l].Name, maxLen, g, w))
+		}
+	}
+	return out
+}
