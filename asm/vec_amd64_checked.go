@@ -3,7 +3,7 @@
 package asm
 
 // The exported amd64 vector kernels. Each checks its operands through the
-// bounds layer (bounds.go), which panics with a BoundsError on a length or
+// bounds layer (bounds.go; its fast paths in bounds_fast.go), which panics with a BoundsError on a length or
 // stride that the equivalent loop would take out of range and returns false
 // on an empty shape, then calls the generated assembly body (vec_amd64.s,
 // stubs in vec_amd64.go, both written by asm/_gen/amd64vec).
@@ -19,7 +19,7 @@ package asm
 //		y[r] += s
 //	}
 func GemvNAVX2(m, n int, a []float32, lda int, x, y []float32) {
-	if checkGemv("GemvNAVX2", false, m, n, a, lda, x, y) {
+	if fastGemv(false, m, n, a, lda, x, y) || checkGemv("GemvNAVX2", false, m, n, a, lda, x, y) {
 		gemvNAVX2(m, n, a, lda, x, y)
 	}
 }
@@ -33,7 +33,7 @@ func GemvNAVX2(m, n int, a []float32, lda int, x, y []float32) {
 //		}
 //	}
 func GemvTAVX2(m, n int, a []float32, lda int, x, y []float32) {
-	if checkGemv("GemvTAVX2", true, m, n, a, lda, x, y) {
+	if fastGemv(true, m, n, a, lda, x, y) || checkGemv("GemvTAVX2", true, m, n, a, lda, x, y) {
 		gemvTAVX2(m, n, a, lda, x, y)
 	}
 }
@@ -47,7 +47,7 @@ func GemvTAVX2(m, n int, a []float32, lda int, x, y []float32) {
 //		}
 //	}
 func GerAVX2(m, n int, x, y, a []float32, lda int) {
-	if checkGer("GerAVX2", m, n, x, y, a, lda) {
+	if fastGer(m, n, x, y, a, lda) || checkGer("GerAVX2", m, n, x, y, a, lda) {
 		gerAVX2(m, n, x, y, a, lda)
 	}
 }
@@ -61,7 +61,7 @@ func GerAVX2(m, n int, x, y, a []float32, lda int) {
 //		}
 //	}
 func MulAddRowsAVX2(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
-	if checkMulAddRows("MulAddRowsAVX2", k, n, a, lda, x, ldx, y) {
+	if fastMulAddRows(k, n, a, lda, x, ldx, y) || checkMulAddRows("MulAddRowsAVX2", k, n, a, lda, x, ldx, y) {
 		mulAddRowsAVX2(k, n, a, lda, x, ldx, y)
 	}
 }
@@ -86,7 +86,7 @@ func MulAddRowsAVX2(k, n int, a []float32, lda int, x []float32, ldx int, y []fl
 //		}
 //	}
 func SoftmaxColsAVX2(rows, n int, l, c []float32) {
-	if checkCols("SoftmaxColsAVX2", rows, n, "lc", l, c) {
+	if fastCols2(rows, n, l, c) || checkCols("SoftmaxColsAVX2", rows, n, "lc", l, c) {
 		softmaxColsAVX2(rows, n, l, c)
 	}
 }
@@ -105,7 +105,7 @@ func SoftmaxColsAVX2(rows, n int, l, c []float32) {
 //		}
 //	}
 func SoftmaxColsGradAVX2(rows, n int, c, dc, dl []float32) {
-	if checkCols("SoftmaxColsGradAVX2", rows, n, "cdl", c, dc, dl) {
+	if fastCols3(rows, n, c, dc, dl) || checkCols("SoftmaxColsGradAVX2", rows, n, "cdl", c, dc, dl) {
 		softmaxColsGradAVX2(rows, n, c, dc, dl)
 	}
 }
@@ -130,7 +130,7 @@ func SoftmaxColsGradAVX2(rows, n int, c, dc, dl []float32) {
 //	}
 func SquashAVX2(kind, d, n int, s, v []float32) {
 	checkSquashKind("SquashAVX2", kind)
-	if checkCols("SquashAVX2", d, n, "sv", s, v) {
+	if fastCols2(d, n, s, v) || checkCols("SquashAVX2", d, n, "sv", s, v) {
 		squashAVX2(kind, d, n, s, v)
 	}
 }
@@ -161,7 +161,7 @@ func SquashAVX2(kind, d, n int, s, v []float32) {
 //	}
 func SquashGradAVX2(kind, d, n int, s, dv, ds []float32) {
 	checkSquashKind("SquashGradAVX2", kind)
-	if checkCols("SquashGradAVX2", d, n, "svd", s, dv, ds) {
+	if fastCols3(d, n, s, dv, ds) || checkCols("SquashGradAVX2", d, n, "svd", s, dv, ds) {
 		squashGradAVX2(kind, d, n, s, dv, ds)
 	}
 }
@@ -171,42 +171,42 @@ func SquashGradAVX2(kind, d, n int, s, dv, ds []float32) {
 
 // GemvNAVX512 is GemvNAVX2 with AVX-512F.
 func GemvNAVX512(m, n int, a []float32, lda int, x, y []float32) {
-	if checkGemv("GemvNAVX512", false, m, n, a, lda, x, y) {
+	if fastGemv(false, m, n, a, lda, x, y) || checkGemv("GemvNAVX512", false, m, n, a, lda, x, y) {
 		gemvNAVX512(m, n, a, lda, x, y)
 	}
 }
 
 // GemvTAVX512 is GemvTAVX2 with AVX-512F.
 func GemvTAVX512(m, n int, a []float32, lda int, x, y []float32) {
-	if checkGemv("GemvTAVX512", true, m, n, a, lda, x, y) {
+	if fastGemv(true, m, n, a, lda, x, y) || checkGemv("GemvTAVX512", true, m, n, a, lda, x, y) {
 		gemvTAVX512(m, n, a, lda, x, y)
 	}
 }
 
 // GerAVX512 is GerAVX2 with AVX-512F.
 func GerAVX512(m, n int, x, y, a []float32, lda int) {
-	if checkGer("GerAVX512", m, n, x, y, a, lda) {
+	if fastGer(m, n, x, y, a, lda) || checkGer("GerAVX512", m, n, x, y, a, lda) {
 		gerAVX512(m, n, x, y, a, lda)
 	}
 }
 
 // MulAddRowsAVX512 is MulAddRowsAVX2 with AVX-512F.
 func MulAddRowsAVX512(k, n int, a []float32, lda int, x []float32, ldx int, y []float32) {
-	if checkMulAddRows("MulAddRowsAVX512", k, n, a, lda, x, ldx, y) {
+	if fastMulAddRows(k, n, a, lda, x, ldx, y) || checkMulAddRows("MulAddRowsAVX512", k, n, a, lda, x, ldx, y) {
 		mulAddRowsAVX512(k, n, a, lda, x, ldx, y)
 	}
 }
 
 // SoftmaxColsAVX512 is SoftmaxColsAVX2 with AVX-512F.
 func SoftmaxColsAVX512(rows, n int, l, c []float32) {
-	if checkCols("SoftmaxColsAVX512", rows, n, "lc", l, c) {
+	if fastCols2(rows, n, l, c) || checkCols("SoftmaxColsAVX512", rows, n, "lc", l, c) {
 		softmaxColsAVX512(rows, n, l, c)
 	}
 }
 
 // SoftmaxColsGradAVX512 is SoftmaxColsGradAVX2 with AVX-512F.
 func SoftmaxColsGradAVX512(rows, n int, c, dc, dl []float32) {
-	if checkCols("SoftmaxColsGradAVX512", rows, n, "cdl", c, dc, dl) {
+	if fastCols3(rows, n, c, dc, dl) || checkCols("SoftmaxColsGradAVX512", rows, n, "cdl", c, dc, dl) {
 		softmaxColsGradAVX512(rows, n, c, dc, dl)
 	}
 }
@@ -214,7 +214,7 @@ func SoftmaxColsGradAVX512(rows, n int, c, dc, dl []float32) {
 // SquashAVX512 is SquashAVX2 with AVX-512F.
 func SquashAVX512(kind, d, n int, s, v []float32) {
 	checkSquashKind("SquashAVX512", kind)
-	if checkCols("SquashAVX512", d, n, "sv", s, v) {
+	if fastCols2(d, n, s, v) || checkCols("SquashAVX512", d, n, "sv", s, v) {
 		squashAVX512(kind, d, n, s, v)
 	}
 }
@@ -222,7 +222,7 @@ func SquashAVX512(kind, d, n int, s, v []float32) {
 // SquashGradAVX512 is SquashGradAVX2 with AVX-512F.
 func SquashGradAVX512(kind, d, n int, s, dv, ds []float32) {
 	checkSquashKind("SquashGradAVX512", kind)
-	if checkCols("SquashGradAVX512", d, n, "svd", s, dv, ds) {
+	if fastCols3(d, n, s, dv, ds) || checkCols("SquashGradAVX512", d, n, "svd", s, dv, ds) {
 		squashGradAVX512(kind, d, n, s, dv, ds)
 	}
 }
@@ -240,7 +240,7 @@ func SquashGradAVX512(kind, d, n int, s, dv, ds []float32) {
 //		}
 //	}
 func GerGroupsAVX2(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
-	if checkGerGroups("GerGroupsAVX2", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+	if fastGerGroups(ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) || checkGerGroups("GerGroupsAVX2", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
 		gerGroupsAVX2(ng, d, n, x, xs, xk, y, ldy, a, lda)
 	}
 }
@@ -257,7 +257,7 @@ func GerGroupsAVX2(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, 
 //		}
 //	}
 func GemvTGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
-	if checkGemvTGroups("GemvTGroupsAVX2", ng, d, n, a, lda, x, xs, xk, y, ldy) {
+	if fastGemvTGroups(ng, d, n, a, lda, x, xs, xk, y, ldy) || checkGemvTGroups("GemvTGroupsAVX2", ng, d, n, a, lda, x, xs, xk, y, ldy) {
 		gemvTGroupsAVX2(ng, d, n, a, lda, x, xs, xk, y, ldy)
 	}
 }
@@ -276,28 +276,28 @@ func GemvTGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, xs, xk int
 //		}
 //	}
 func GemvNGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
-	if checkGemvNGroups("GemvNGroupsAVX2", ng, d, n, a, lda, x, ldx, y, ys, yk) {
+	if fastGemvNGroups(ng, d, n, a, lda, x, ldx, y, ys, yk) || checkGemvNGroups("GemvNGroupsAVX2", ng, d, n, a, lda, x, ldx, y, ys, yk) {
 		gemvNGroupsAVX2(ng, d, n, a, lda, x, ldx, y, ys, yk)
 	}
 }
 
 // GerGroupsAVX512 is GerGroupsAVX2 with AVX-512F.
 func GerGroupsAVX512(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
-	if checkGerGroups("GerGroupsAVX512", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+	if fastGerGroups(ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) || checkGerGroups("GerGroupsAVX512", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
 		gerGroupsAVX512(ng, d, n, x, xs, xk, y, ldy, a, lda)
 	}
 }
 
 // GemvTGroupsAVX512 is GemvTGroupsAVX2 with AVX-512F.
 func GemvTGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
-	if checkGemvTGroups("GemvTGroupsAVX512", ng, d, n, a, lda, x, xs, xk, y, ldy) {
+	if fastGemvTGroups(ng, d, n, a, lda, x, xs, xk, y, ldy) || checkGemvTGroups("GemvTGroupsAVX512", ng, d, n, a, lda, x, xs, xk, y, ldy) {
 		gemvTGroupsAVX512(ng, d, n, a, lda, x, xs, xk, y, ldy)
 	}
 }
 
 // GemvNGroupsAVX512 is GemvNGroupsAVX2 with AVX-512F.
 func GemvNGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) {
-	if checkGemvNGroups("GemvNGroupsAVX512", ng, d, n, a, lda, x, ldx, y, ys, yk) {
+	if fastGemvNGroups(ng, d, n, a, lda, x, ldx, y, ys, yk) || checkGemvNGroups("GemvNGroupsAVX512", ng, d, n, a, lda, x, ldx, y, ys, yk) {
 		gemvNGroupsAVX512(ng, d, n, a, lda, x, ldx, y, ys, yk)
 	}
 }
@@ -316,14 +316,14 @@ func GemvNGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int,
 //		}
 //	}
 func Ger2GroupsAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if checkGerGroups("Ger2GroupsAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsAVX2(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
 
 // Ger2GroupsAVX512 is Ger2GroupsAVX2 with AVX-512F.
 func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if checkGerGroups("Ger2GroupsAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
@@ -339,14 +339,14 @@ func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32
 //		}
 //	}
 func Ger2GroupsSetAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if checkGerGroups("Ger2GroupsSetAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsSetAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsSetAVX2(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
 
 // Ger2GroupsSetAVX512 is Ger2GroupsSetAVX2 with AVX-512F.
 func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if checkGerGroups("Ger2GroupsSetAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsSetAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsSetAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
@@ -365,7 +365,7 @@ func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []floa
 //		}
 //	}
 func MulAddRowsBatchAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
-	if checkMulAddRowsBatch("MulAddRowsBatchAVX2", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+	if fastMulAddRowsBatch(8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) || checkMulAddRowsBatch("MulAddRowsBatchAVX2", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
 		mulAddRowsBatchAVX2(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
 	}
 }
@@ -373,7 +373,7 @@ func MulAddRowsBatchAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, x
 // MulAddRowsBatchAVX512 is MulAddRowsBatchAVX2 with AVX-512F (16 columns
 // per register, K-masked tail).
 func MulAddRowsBatchAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
-	if checkMulAddRowsBatch("MulAddRowsBatchAVX512", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+	if fastMulAddRowsBatch(8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) || checkMulAddRowsBatch("MulAddRowsBatchAVX512", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
 		mulAddRowsBatchAVX512(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
 	}
 }
@@ -392,14 +392,14 @@ func MulAddRowsBatchAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx,
 //		}
 //	}
 func MulAddRowsBatchSetAVX2(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
-	if checkMulAddRowsBatch("MulAddRowsBatchSetAVX2", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+	if fastMulAddRowsBatch(8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) || checkMulAddRowsBatch("MulAddRowsBatchSetAVX2", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
 		mulAddRowsBatchSetAVX2(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
 	}
 }
 
 // MulAddRowsBatchSetAVX512 is MulAddRowsBatchSetAVX2 with AVX-512F.
 func MulAddRowsBatchSetAVX512(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
-	if checkMulAddRowsBatch("MulAddRowsBatchSetAVX512", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
+	if fastMulAddRowsBatch(8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) || checkMulAddRowsBatch("MulAddRowsBatchSetAVX512", 8, nb, k, n, a, lda, x, ldx, xstride, y, ystride) {
 		mulAddRowsBatchSetAVX512(nb, k, n, a, lda, x, ldx, xstride, y, ystride)
 	}
 }
