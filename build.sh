@@ -13,6 +13,8 @@
 #                      (-count 1 each, -cpu $CPU (default 1), same BENCH/BENCHTIME), writes
 #                      bench/OLD-vs-NEW/{OLD,NEW}.txt and benchstat's one-table
 #                      comparison bench/OLD-vs-NEW/benchstat.txt
+#   ./build.sh tiles   the SGEMM tile sweep on this CPU (ROUNDS, BENCH, BENCHTIME): which
+#                      micro-kernel tile and blocking to use here (docs/sgemm-tiles.md)
 #   ./build.sh data    fetch datasets ([-dir DIR] [mnist|fashion|all], default mnist; see tools/data)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -219,12 +221,38 @@ cmd_data() {
 	go run ./tools/data "$@"
 }
 
+# cmd_tiles runs the SGEMM tile sweep of docs/sgemm-tiles.md on this CPU:
+# every tile it runs × blocking sizes, ROUNDS (6) interleaved rounds of
+# -count 1, into bench/tiles-<family>-<model>.txt, then benchstat of it.
+cmd_tiles() {
+	need_go
+	local fam model out tmp i
+	fam=$(grep -m1 '^cpu family' /proc/cpuinfo 2>/dev/null | awk '{print $NF}')
+	model=$(grep -m1 '^model[[:space:]]' /proc/cpuinfo 2>/dev/null | awk '{print $NF}')
+	mkdir -p bench
+	out="bench/tiles-${fam:-unknown}-${model:-unknown}.txt"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/capstan-tiles.XXXXXX")
+	# shellcheck disable=SC2064 # expand $tmp now
+	trap "rm -rf '$tmp'" EXIT
+	go test -c -o "$tmp/kernels.test" ./kernels/
+	say "SGEMM tile sweep (${BENCH:-SgemmTiles}), ${ROUNDS:-6} interleaved rounds -> $out"
+	: >"$out"
+	for ((i = 1; i <= ${ROUNDS:-6}; i++)); do
+		say "round $i/${ROUNDS:-6}"
+		(cd kernels && "$tmp/kernels.test" -test.run '^$' -test.bench "${BENCH:-SgemmTiles}" \
+			-test.benchtime "${BENCHTIME:-20x}" -test.count 1 -test.cpu 1) >>"$out"
+	done
+	go run "$BENCHSTAT" -col /tile "$out" >"$out.benchstat" 2>/dev/null || go run "$BENCHSTAT" "$out" >"$out.benchstat"
+	say "medians in $out.benchstat; set CAPSTAN_SGEMM_TILE or add a row to sgemmCPUTable (docs/sgemm-tiles.md)"
+}
+
 case "${1:-}" in
 build) cmd_build ;;
 test) cmd_test ;;
 cross) cmd_cross ;;
 bench) cmd_bench ;;
 benchcmp) shift; cmd_benchcmp "$@" ;;
+tiles) cmd_tiles ;;
 data) shift; cmd_data "$@" ;;
 *)
 	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
