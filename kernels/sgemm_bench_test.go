@@ -15,6 +15,37 @@ type sgemmBenchShape struct {
 	m, n, k        int
 }
 
+// sgemmBenchOperands are the random operands of one benchmark shape:
+// op(A) is m×k and op(B) k×n, stored ar×ac and br×bc (leading dimensions
+// ac and bc), C is m×n; flops counts 2·m·n·k.
+type sgemmBenchOperands struct {
+	ar, ac, br, bc int
+	a, b, c        []float32
+	flops          float64
+}
+
+// operands draws the operands of s from rng.
+func (s sgemmBenchShape) operands(rng *rand.Rand) sgemmBenchOperands {
+	o := sgemmBenchOperands{ar: s.m, ac: s.k, br: s.k, bc: s.n}
+	if s.transA {
+		o.ar, o.ac = s.k, s.m
+	}
+	if s.transB {
+		o.br, o.bc = s.n, s.k
+	}
+	o.a = make([]float32, o.ar*o.ac)
+	o.b = make([]float32, o.br*o.bc)
+	o.c = make([]float32, s.m*s.n)
+	for i := range o.a {
+		o.a[i] = rng.Float32()
+	}
+	for i := range o.b {
+		o.b[i] = rng.Float32()
+	}
+	o.flops = 2 * float64(s.m) * float64(s.n) * float64(s.k)
+	return o
+}
+
 // sgemmBenchShapes: square sizes, then the GEMMs of the Sabour model after
 // im2col (forward and the two backward products of each layer: for
 // Y = W·X, dX = Wᵀ·dY and dW = dY·Xᵀ), and the decoder's fully connected
@@ -50,24 +81,8 @@ var sgemmBenchShapes = []sgemmBenchShape{
 func BenchmarkSgemm(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, s := range sgemmBenchShapes {
-		ar, ac := s.m, s.k
-		if s.transA {
-			ar, ac = s.k, s.m
-		}
-		br, bc := s.k, s.n
-		if s.transB {
-			br, bc = s.n, s.k
-		}
-		a := make([]float32, ar*ac)
-		bm := make([]float32, br*bc)
-		c := make([]float32, s.m*s.n)
-		for i := range a {
-			a[i] = rng.Float32()
-		}
-		for i := range bm {
-			bm[i] = rng.Float32()
-		}
-		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		op := s.operands(rng)
+		ar, ac, br, bc, a, bm, c, flops := op.ar, op.ac, op.br, op.bc, op.a, op.b, op.c, op.flops
 		report := func(b *testing.B) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		}

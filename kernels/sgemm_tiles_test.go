@@ -275,24 +275,8 @@ func BenchmarkSgemmTiles(b *testing.B) {
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, s := range sgemmTileShapes {
-		ar, ac := s.m, s.k
-		if s.transA {
-			ar, ac = s.k, s.m
-		}
-		br, bc := s.k, s.n
-		if s.transB {
-			br, bc = s.n, s.k
-		}
-		a := make([]float32, ar*ac)
-		bm := make([]float32, br*bc)
-		c := make([]float32, s.m*s.n)
-		for i := range a {
-			a[i] = rng.Float32()
-		}
-		for i := range bm {
-			bm[i] = rng.Float32()
-		}
-		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		op := s.operands(rng)
+		ac, bc, a, bm, c, flops := op.ac, op.bc, op.a, op.b, op.c, op.flops
 		for _, t := range tiles {
 			for _, ch := range sgemmTileCandidates(t) {
 				b.Run(s.name+"/tile="+ch.String(), func(b *testing.B) {
