@@ -207,26 +207,28 @@ TEXT ·gemvNAVX2(SB), NOSPLIT, $0-96
 	VMOVDQU (AX)(BX*4), Y15
 
 nomask:
-	MOVQ R13, BX
-	SUBQ $0x10, BX
-	MOVQ R13, DX
-	SUBQ $0x08, DX
+	MOVQ    R13, BX
+	SUBQ    $0x10, BX
+	MOVQ    R13, DX
+	SUBQ    $0x08, DX
+	PCALIGN $0x40
 
 rows4:
-	CMPQ   R12, $0x04
-	JLT    rows1
-	LEAQ   (R8)(R14*1), R9
-	LEAQ   (R9)(R14*1), R10
-	LEAQ   (R10)(R14*1), R11
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   CX, CX
+	CMPQ    R12, $0x04
+	JLT     rows1
+	LEAQ    (R8)(R14*1), R9
+	LEAQ    (R9)(R14*1), R10
+	LEAQ    (R10)(R14*1), R11
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	VXORPS  Y4, Y4, Y4
+	VXORPS  Y5, Y5, Y5
+	VXORPS  Y6, Y6, Y6
+	VXORPS  Y7, Y7, Y7
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r4loop2:
 	CMPQ        CX, BX
@@ -287,13 +289,15 @@ r4sum:
 	LEAQ         (R11)(R14*1), R8
 	SUBQ         $0x04, R12
 	JMP          rows4
+	PCALIGN $0x40
 
 rows1:
-	TESTQ  R12, R12
-	JZ     done
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	XORQ   CX, CX
+	TESTQ   R12, R12
+	JZ      done
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r1loop2:
 	CMPQ        CX, BX
@@ -380,6 +384,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Y8
@@ -414,6 +419,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Y8
@@ -445,6 +451,7 @@ tail:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       R12, R10
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -509,6 +516,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Y8
@@ -538,6 +546,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Y8
@@ -558,6 +567,7 @@ tail:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       R12, R10
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -614,6 +624,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VMOVUPS     (AX), Y4
@@ -643,6 +654,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VMOVUPS     (AX), Y4
@@ -674,6 +686,7 @@ tail:
 	LEAQ       (R8)(CX*4), AX
 	LEAQ       (SI)(CX*4), R9
 	MOVQ       R12, R10
+	PCALIGN    $0x40
 
 rowsm:
 	VMASKMOVPS  (AX), Y15, Y4
@@ -1509,6 +1522,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -1532,6 +1546,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -1551,6 +1566,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -1623,6 +1639,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -1655,6 +1672,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -1674,6 +1692,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -1735,19 +1754,21 @@ nomask:
 	MOVQ DI, AX
 
 group:
-	MOVQ d+8(FP), R11
+	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 row4:
-	CMPQ   R11, $0x04
-	JLT    row1
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	LEAQ   (R8)(R14*1), DI
-	LEAQ   (R8)(R14*2), R9
-	LEAQ   (DI)(R14*2), BX
-	XORQ   CX, CX
+	CMPQ    R11, $0x04
+	JLT     row1
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	LEAQ    (R8)(R14*1), DI
+	LEAQ    (R8)(R14*2), R9
+	LEAQ    (DI)(R14*2), BX
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r4c1:
 	CMPQ        CX, DX
@@ -1797,6 +1818,7 @@ r4end:
 	LEAQ         (BX)(R14*1), R8
 	SUBQ         $0x04, R11
 	JMP          row4
+	PCALIGN $0x40
 
 row1:
 	TESTQ  R11, R11
@@ -1907,6 +1929,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -1936,6 +1959,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -1959,6 +1983,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -2035,6 +2060,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -2064,6 +2090,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -2087,6 +2114,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -2175,10 +2203,11 @@ loop:
 	VMOVUPS (R13), Y14
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VMOVUPS     (AX), Y0
@@ -2213,6 +2242,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VMOVUPS     (AX), Y0
@@ -2304,10 +2334,11 @@ tail:
 	VMASKMOVPS (R13), Y15, Y14
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VMASKMOVPS  (AX), Y15, Y0
@@ -2342,6 +2373,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VMASKMOVPS  (AX), Y15, Y0
@@ -2451,10 +2483,11 @@ loop:
 	VMOVUPS (R13), Y14
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VXORPS      Y0, Y0, Y0
@@ -2489,6 +2522,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VXORPS      Y0, Y0, Y0
@@ -2580,10 +2614,11 @@ tail:
 	VMASKMOVPS (R13), Y15, Y14
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VXORPS      Y0, Y0, Y0
@@ -2618,6 +2653,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VXORPS      Y0, Y0, Y0
@@ -2915,26 +2951,28 @@ TEXT ·gemvNAVX512(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 
 nomask:
-	MOVQ R13, BX
-	SUBQ $0x20, BX
-	MOVQ R13, DX
-	SUBQ $0x10, DX
+	MOVQ    R13, BX
+	SUBQ    $0x20, BX
+	MOVQ    R13, DX
+	SUBQ    $0x10, DX
+	PCALIGN $0x40
 
 rows4:
-	CMPQ   R12, $0x04
-	JLT    rows1
-	LEAQ   (R8)(R14*1), R9
-	LEAQ   (R9)(R14*1), R10
-	LEAQ   (R10)(R14*1), R11
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	XORQ   CX, CX
+	CMPQ    R12, $0x04
+	JLT     rows1
+	LEAQ    (R8)(R14*1), R9
+	LEAQ    (R9)(R14*1), R10
+	LEAQ    (R10)(R14*1), R11
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z1, Z1, Z1
+	VXORPS  Z2, Z2, Z2
+	VXORPS  Z3, Z3, Z3
+	VXORPS  Z4, Z4, Z4
+	VXORPS  Z5, Z5, Z5
+	VXORPS  Z6, Z6, Z6
+	VXORPS  Z7, Z7, Z7
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r4loop2:
 	CMPQ        CX, BX
@@ -3003,13 +3041,15 @@ r4sum:
 	LEAQ          (R11)(R14*1), R8
 	SUBQ          $0x04, R12
 	JMP           rows4
+	PCALIGN $0x40
 
 rows1:
-	TESTQ  R12, R12
-	JZ     done
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	XORQ   CX, CX
+	TESTQ   R12, R12
+	JZ      done
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z1, Z1, Z1
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r1loop2:
 	CMPQ        CX, BX
@@ -3099,6 +3139,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Z8
@@ -3133,6 +3174,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Z8
@@ -3164,6 +3206,7 @@ tail:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      R12, R10
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -3229,6 +3272,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Z8
@@ -3258,6 +3302,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Z8
@@ -3278,6 +3323,7 @@ tail:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      R12, R10
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -3335,6 +3381,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VMOVUPS     (AX), Z4
@@ -3364,6 +3411,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VMOVUPS     (AX), Z4
@@ -3395,6 +3443,7 @@ tail:
 	LEAQ      (R8)(CX*4), AX
 	LEAQ      (SI)(CX*4), R9
 	MOVQ      R12, R10
+	PCALIGN   $0x40
 
 rowsm:
 	VMOVUPS.Z   (AX), K1, Z4
@@ -4163,6 +4212,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4186,6 +4236,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4205,6 +4256,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4278,6 +4330,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4310,6 +4363,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4329,6 +4383,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4391,19 +4446,21 @@ nomask:
 	MOVQ DI, AX
 
 group:
-	MOVQ d+8(FP), R11
+	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 row4:
-	CMPQ   R11, $0x04
-	JLT    row1
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	LEAQ   (R8)(R14*1), DI
-	LEAQ   (R8)(R14*2), R9
-	LEAQ   (DI)(R14*2), BX
-	XORQ   CX, CX
+	CMPQ    R11, $0x04
+	JLT     row1
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z1, Z1, Z1
+	VXORPS  Z2, Z2, Z2
+	VXORPS  Z3, Z3, Z3
+	LEAQ    (R8)(R14*1), DI
+	LEAQ    (R8)(R14*2), R9
+	LEAQ    (DI)(R14*2), BX
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r4c1:
 	CMPQ        CX, DX
@@ -4461,6 +4518,7 @@ r4end:
 	LEAQ          (BX)(R14*1), R8
 	SUBQ          $0x04, R11
 	JMP           row4
+	PCALIGN $0x40
 
 row1:
 	TESTQ  R11, R11
@@ -4574,6 +4632,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4603,6 +4662,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4626,6 +4686,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4703,6 +4764,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4732,6 +4794,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4755,6 +4818,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4843,10 +4907,11 @@ loop:
 	VMOVUPS (R13), Z23
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VMOVUPS     (AX), Z0
@@ -4881,6 +4946,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VMOVUPS     (AX), Z0
@@ -4973,10 +5039,11 @@ tail:
 	VMOVUPS.Z (R13), K1, Z23
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VMOVUPS.Z   (AX), K1, Z0
@@ -5011,6 +5078,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VMOVUPS.Z   (AX), K1, Z0
@@ -5120,10 +5188,11 @@ loop:
 	VMOVUPS (R13), Z23
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VXORPS      Z0, Z0, Z0
@@ -5158,6 +5227,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VXORPS      Z0, Z0, Z0
@@ -5250,10 +5320,11 @@ tail:
 	VMOVUPS.Z (R13), K1, Z23
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VXORPS      Z0, Z0, Z0
@@ -5288,6 +5359,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VXORPS      Z0, Z0, Z0
