@@ -214,21 +214,20 @@ nomask:
 	PCALIGN $0x40
 
 rows4:
-	CMPQ    R12, $0x04
-	JLT     rows1
-	LEAQ    (R8)(R14*1), R9
-	LEAQ    (R9)(R14*1), R10
-	LEAQ    (R10)(R14*1), R11
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	VXORPS  Y2, Y2, Y2
-	VXORPS  Y3, Y3, Y3
-	VXORPS  Y4, Y4, Y4
-	VXORPS  Y5, Y5, Y5
-	VXORPS  Y6, Y6, Y6
-	VXORPS  Y7, Y7, Y7
-	XORQ    CX, CX
-	PCALIGN $0x40
+	CMPQ   R12, $0x04
+	JLT    rows1
+	LEAQ   (R8)(R14*1), R9
+	LEAQ   (R9)(R14*1), R10
+	LEAQ   (R10)(R14*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   CX, CX
 
 r4loop2:
 	CMPQ        CX, BX
@@ -292,12 +291,11 @@ r4sum:
 	PCALIGN $0x40
 
 rows1:
-	TESTQ   R12, R12
-	JZ      done
-	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
-	XORQ    CX, CX
-	PCALIGN $0x40
+	TESTQ  R12, R12
+	JZ     done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   CX, CX
 
 r1loop2:
 	CMPQ        CX, BX
@@ -2958,21 +2956,20 @@ nomask:
 	PCALIGN $0x40
 
 rows4:
-	CMPQ    R12, $0x04
-	JLT     rows1
-	LEAQ    (R8)(R14*1), R9
-	LEAQ    (R9)(R14*1), R10
-	LEAQ    (R10)(R14*1), R11
-	VXORPS  Z0, Z0, Z0
-	VXORPS  Z1, Z1, Z1
-	VXORPS  Z2, Z2, Z2
-	VXORPS  Z3, Z3, Z3
-	VXORPS  Z4, Z4, Z4
-	VXORPS  Z5, Z5, Z5
-	VXORPS  Z6, Z6, Z6
-	VXORPS  Z7, Z7, Z7
-	XORQ    CX, CX
-	PCALIGN $0x40
+	CMPQ   R12, $0x04
+	JLT    rows1
+	LEAQ   (R8)(R14*1), R9
+	LEAQ   (R9)(R14*1), R10
+	LEAQ   (R10)(R14*1), R11
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	XORQ   CX, CX
 
 r4loop2:
 	CMPQ        CX, BX
@@ -3044,12 +3041,11 @@ r4sum:
 	PCALIGN $0x40
 
 rows1:
-	TESTQ   R12, R12
-	JZ      done
-	VXORPS  Z0, Z0, Z0
-	VXORPS  Z1, Z1, Z1
-	XORQ    CX, CX
-	PCALIGN $0x40
+	TESTQ  R12, R12
+	JZ     done
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	XORQ   CX, CX
 
 r1loop2:
 	CMPQ        CX, BX

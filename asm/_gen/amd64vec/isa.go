@@ -383,7 +383,7 @@ const loopAlign = 64
 
 // loop places label at the head of a hot loop, aligned to loopAlign bytes
 // with PCALIGN (avo has no builder for it, so the directive is emitted as
-// a bare instruction; the padding is NOPs, run once on entry). Without it
+// a bare instruction; the padding is NOPs, run on each entry to the loop). Without it
 // a loop's offset in its cache line depends on the code before it and on
 // the link order: the small-shape loops (one vector per row, d ≤ 16 rows)
 // ran 15–25% slower when a 45-byte loop straddled a 64-byte line.
