@@ -5,9 +5,14 @@ package asm
 // which is a quarter of the time of the small grouped and batched calls the
 // capsule layers make by the thousand. Each fastX below is a conservative
 // pre-test of checkX: it returns true only for a non-empty shape whose
-// every dimension and stride is below fastMax (so that no index product can
-// overflow) and whose operands hold every index the kernel touches, that
-// is only when checkX would return true. Wrappers call
+// every dimension is at most fastMax and every stride below it (so that no
+// index product can overflow) and whose operands hold every index the
+// kernel touches, that is only when checkX would return true. Each must
+// stay within the compiler's inlining budget (check with
+// go build -gcflags=-m ./asm/): a fast path that is not inlined is a call
+// of up to 19 arguments, most of them on the stack (about 4 ns of the
+// 17 ns of a MulAddRowsBatch of 4×8×16). Hence the terse forms: d-1 ≥ 0 folded
+// into one unsigned range test, last+1 <= len instead of fits. Wrappers call
 //
 //	if fastX(...) || checkX(...) { kernel(...) }
 //
@@ -43,8 +48,9 @@ func fastMulAddRows(k, n int, a []float32, lda int, x []float32, ldx int, y []fl
 }
 
 func fastMulAddRowsBatch(maxK, nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) bool {
-	return uint(nb|k|n|lda|ldx|xstride|ystride) < fastMax && nb > 0 && k > 0 && n > 0 && k <= maxK &&
-		fits(a, (k-1)*lda+n-1) && fits(x, (nb-1)*xstride+(k-1)*ldx+n-1) && fits(y, (nb-1)*ystride+n-1)
+	nb, k = nb-1, k-1 // last batch and row
+	return uint(nb|k|(n-1)|lda|ldx|xstride|ystride) < fastMax && k < maxK &&
+		k*lda+n <= len(a) && nb*xstride+k*ldx+n <= len(x) && nb*ystride+n <= len(y)
 }
 
 func fastCols2(rows, n int, p, q []float32) bool {
@@ -55,20 +61,20 @@ func fastCols3(rows, n int, p, q, r []float32) bool {
 	return fastCols2(rows, n, p, q) && fits(r, rows*n-1)
 }
 
-func fastGerGroups(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int, two bool) bool {
-	if uint(ng|d|n|xs|xk|ldy|lda) >= fastMax || ng == 0 || d == 0 || n == 0 {
-		return false
-	}
-	lx, ly := stridedLast(ng, d, xs, xk), (ng-1)*ldy+n-1
-	return fits(a, (ng*d-1)*lda+n-1) && fits(x, lx) && fits(y, ly) && (!two || fits(x2, lx) && fits(y2, ly))
+// fastGerGroups checks the pairs (x, y) and (x2, y2) of checkGerGroups with
+// two; for one pair (two false) pass x2 = x and y2 = y.
+func fastGerGroups(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) bool {
+	lx, ly := (ng-1)*xs+(d-1)*xk, (ng-1)*ldy+n // wrapping is harmless: used only in range
+	return uint((ng-1)|(d-1)|(n-1)|xs|xk|ldy|lda) < fastMax && (ng*d-1)*lda+n <= len(a) &&
+		lx < min(len(x), len(x2)) && ly <= min(len(y), len(y2))
 }
 
 func fastGemvTGroups(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) bool {
-	return uint(ng|d|n|lda|xs|xk|ldy) < fastMax && ng > 0 && d > 0 && n > 0 &&
-		fits(a, (ng*d-1)*lda+n-1) && fits(x, stridedLast(ng, d, xs, xk)) && fits(y, (ng-1)*ldy+n-1)
+	return uint((ng-1)|(d-1)|(n-1)|lda|xs|xk|ldy) < fastMax &&
+		(ng*d-1)*lda+n <= len(a) && (ng-1)*xs+(d-1)*xk < len(x) && (ng-1)*ldy+n <= len(y)
 }
 
 func fastGemvNGroups(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int) bool {
-	return uint(ng|d|n|lda|ldx|ys|yk) < fastMax && ng > 0 && d > 0 && n > 0 &&
-		fits(a, (ng*d-1)*lda+n-1) && fits(x, (ng-1)*ldx+n-1) && fits(y, stridedLast(ng, d, ys, yk))
+	return uint((ng-1)|(d-1)|(n-1)|lda|ldx|ys|yk) < fastMax &&
+		(ng*d-1)*lda+n <= len(a) && (ng-1)*ldx+n <= len(x) && (ng-1)*ys+(d-1)*yk < len(y)
 }

@@ -62,10 +62,10 @@ func TestFastPathsImplyChecks(t *testing.T) {
 			}},
 			{func() bool { return fastCols2(m, n, a, x) }, func() bool { return checkCols("k", m, n, "ax", a, x) }},
 			{func() bool { return fastCols3(m, n, a, x, y) }, func() bool { return checkCols("k", m, n, "axy", a, x, y) }},
-			{func() bool { return fastGerGroups(nb, d, n, x, x2, s2, k, y, y2, s3, a, s1, true) }, func() bool {
+			{func() bool { return fastGerGroups(nb, d, n, x, x2, s2, k, y, y2, s3, a, s1) }, func() bool {
 				return checkGerGroups("k", nb, d, n, x, x2, s2, k, y, y2, s3, a, s1, true)
 			}},
-			{func() bool { return fastGerGroups(nb, d, n, x, nil, s2, k, y, nil, s3, a, s1, false) }, func() bool {
+			{func() bool { return fastGerGroups(nb, d, n, x, x, s2, k, y, y, s3, a, s1) }, func() bool {
 				return checkGerGroups("k", nb, d, n, x, nil, s2, k, y, nil, s3, a, s1, false)
 			}},
 			{func() bool { return fastGemvTGroups(nb, d, n, a, s1, x, s2, k, y, s3) }, func() bool {
@@ -97,7 +97,7 @@ func TestFastPathsImplyChecks(t *testing.T) {
 		fastMulAddRowsBatch(8, 2, 3, 9, mk(27), 9, mk(54), 9, 27, mk(18), 9),
 		fastCols2(3, 9, mk(27), mk(27)),
 		fastCols3(3, 9, mk(27), mk(27), mk(27)),
-		fastGerGroups(2, 3, 9, mk(6), mk(6), 3, 1, mk(18), mk(18), 9, mk(54), 9, true),
+		fastGerGroups(2, 3, 9, mk(6), mk(6), 3, 1, mk(18), mk(18), 9, mk(54), 9),
 		fastGemvTGroups(2, 3, 9, mk(54), 9, mk(6), 3, 1, mk(18), 9),
 		fastGemvNGroups(2, 3, 9, mk(54), 9, mk(18), 9, mk(6), 3, 1),
 	} {

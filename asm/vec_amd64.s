@@ -207,10 +207,11 @@ TEXT ·gemvNAVX2(SB), NOSPLIT, $0-96
 	VMOVDQU (AX)(BX*4), Y15
 
 nomask:
-	MOVQ R13, BX
-	SUBQ $0x10, BX
-	MOVQ R13, DX
-	SUBQ $0x08, DX
+	MOVQ    R13, BX
+	SUBQ    $0x10, BX
+	MOVQ    R13, DX
+	SUBQ    $0x08, DX
+	PCALIGN $0x40
 
 rows4:
 	CMPQ   R12, $0x04
@@ -287,6 +288,7 @@ r4sum:
 	LEAQ         (R11)(R14*1), R8
 	SUBQ         $0x04, R12
 	JMP          rows4
+	PCALIGN $0x40
 
 rows1:
 	TESTQ  R12, R12
@@ -380,6 +382,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Y8
@@ -414,6 +417,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Y8
@@ -445,6 +449,7 @@ tail:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       R12, R10
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -509,6 +514,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Y8
@@ -538,6 +544,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Y8
@@ -558,6 +565,7 @@ tail:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       R12, R10
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -614,6 +622,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VMOVUPS     (AX), Y4
@@ -643,6 +652,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VMOVUPS     (AX), Y4
@@ -674,6 +684,7 @@ tail:
 	LEAQ       (R8)(CX*4), AX
 	LEAQ       (SI)(CX*4), R9
 	MOVQ       R12, R10
+	PCALIGN    $0x40
 
 rowsm:
 	VMASKMOVPS  (AX), Y15, Y4
@@ -1509,6 +1520,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -1532,6 +1544,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -1551,6 +1564,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -1623,6 +1637,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -1655,6 +1670,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -1674,6 +1690,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -1735,19 +1752,21 @@ nomask:
 	MOVQ DI, AX
 
 group:
-	MOVQ d+8(FP), R11
+	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 row4:
-	CMPQ   R11, $0x04
-	JLT    row1
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	LEAQ   (R8)(R14*1), DI
-	LEAQ   (R8)(R14*2), R9
-	LEAQ   (DI)(R14*2), BX
-	XORQ   CX, CX
+	CMPQ    R11, $0x04
+	JLT     row1
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+	LEAQ    (R8)(R14*1), DI
+	LEAQ    (R8)(R14*2), R9
+	LEAQ    (DI)(R14*2), BX
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r4c1:
 	CMPQ        CX, DX
@@ -1797,6 +1816,7 @@ r4end:
 	LEAQ         (BX)(R14*1), R8
 	SUBQ         $0x04, R11
 	JMP          row4
+	PCALIGN $0x40
 
 row1:
 	TESTQ  R11, R11
@@ -1907,6 +1927,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -1936,6 +1957,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -1959,6 +1981,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -2035,6 +2058,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Y8
@@ -2064,6 +2088,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Y8
@@ -2087,6 +2112,7 @@ ct:
 	LEAQ       (R8)(CX*4), AX
 	MOVQ       SI, R9
 	MOVQ       d+8(FP), R11
+	PCALIGN    $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Y8
@@ -2175,10 +2201,11 @@ loop:
 	VMOVUPS (R13), Y14
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VMOVUPS     (AX), Y0
@@ -2213,6 +2240,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VMOVUPS     (AX), Y0
@@ -2304,10 +2332,11 @@ tail:
 	VMASKMOVPS (R13), Y15, Y14
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VMASKMOVPS  (AX), Y15, Y0
@@ -2342,6 +2371,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VMASKMOVPS  (AX), Y15, Y0
@@ -2451,10 +2481,11 @@ loop:
 	VMOVUPS (R13), Y14
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VXORPS      Y0, Y0, Y0
@@ -2489,6 +2520,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VXORPS      Y0, Y0, Y0
@@ -2580,10 +2612,11 @@ tail:
 	VMASKMOVPS (R13), Y15, Y14
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VXORPS      Y0, Y0, Y0
@@ -2618,6 +2651,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VXORPS      Y0, Y0, Y0
@@ -2915,10 +2949,11 @@ TEXT ·gemvNAVX512(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 
 nomask:
-	MOVQ R13, BX
-	SUBQ $0x20, BX
-	MOVQ R13, DX
-	SUBQ $0x10, DX
+	MOVQ    R13, BX
+	SUBQ    $0x20, BX
+	MOVQ    R13, DX
+	SUBQ    $0x10, DX
+	PCALIGN $0x40
 
 rows4:
 	CMPQ   R12, $0x04
@@ -3003,6 +3038,7 @@ r4sum:
 	LEAQ          (R11)(R14*1), R8
 	SUBQ          $0x04, R12
 	JMP           rows4
+	PCALIGN $0x40
 
 rows1:
 	TESTQ  R12, R12
@@ -3099,6 +3135,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Z8
@@ -3133,6 +3170,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Z8
@@ -3164,6 +3202,7 @@ tail:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      R12, R10
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -3229,6 +3268,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VBROADCASTSS (R9), Z8
@@ -3258,6 +3298,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VBROADCASTSS (R9), Z8
@@ -3278,6 +3319,7 @@ tail:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      R12, R10
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -3335,6 +3377,7 @@ loopb:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsb:
 	VMOVUPS     (AX), Z4
@@ -3364,6 +3407,7 @@ loop1:
 	LEAQ    (R8)(CX*4), AX
 	LEAQ    (SI)(CX*4), R9
 	MOVQ    R12, R10
+	PCALIGN $0x40
 
 rowsu:
 	VMOVUPS     (AX), Z4
@@ -3395,6 +3439,7 @@ tail:
 	LEAQ      (R8)(CX*4), AX
 	LEAQ      (SI)(CX*4), R9
 	MOVQ      R12, R10
+	PCALIGN   $0x40
 
 rowsm:
 	VMOVUPS.Z   (AX), K1, Z4
@@ -4163,6 +4208,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4186,6 +4232,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4205,6 +4252,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4278,6 +4326,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4310,6 +4359,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4329,6 +4379,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4391,19 +4442,21 @@ nomask:
 	MOVQ DI, AX
 
 group:
-	MOVQ d+8(FP), R11
+	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 row4:
-	CMPQ   R11, $0x04
-	JLT    row1
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	LEAQ   (R8)(R14*1), DI
-	LEAQ   (R8)(R14*2), R9
-	LEAQ   (DI)(R14*2), BX
-	XORQ   CX, CX
+	CMPQ    R11, $0x04
+	JLT     row1
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z1, Z1, Z1
+	VXORPS  Z2, Z2, Z2
+	VXORPS  Z3, Z3, Z3
+	LEAQ    (R8)(R14*1), DI
+	LEAQ    (R8)(R14*2), R9
+	LEAQ    (DI)(R14*2), BX
+	XORQ    CX, CX
+	PCALIGN $0x40
 
 r4c1:
 	CMPQ        CX, DX
@@ -4461,6 +4514,7 @@ r4end:
 	LEAQ          (BX)(R14*1), R8
 	SUBQ          $0x04, R11
 	JMP           row4
+	PCALIGN $0x40
 
 row1:
 	TESTQ  R11, R11
@@ -4574,6 +4628,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4603,6 +4658,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4626,6 +4682,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4703,6 +4760,7 @@ c2:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows2:
 	VBROADCASTSS (R9), Z8
@@ -4732,6 +4790,7 @@ c1:
 	LEAQ    (R8)(CX*4), AX
 	MOVQ    SI, R9
 	MOVQ    d+8(FP), R11
+	PCALIGN $0x40
 
 rows1:
 	VBROADCASTSS (R9), Z8
@@ -4755,6 +4814,7 @@ ct:
 	LEAQ      (R8)(CX*4), AX
 	MOVQ      SI, R9
 	MOVQ      d+8(FP), R11
+	PCALIGN   $0x40
 
 rowsm:
 	VBROADCASTSS (R9), Z8
@@ -4843,10 +4903,11 @@ loop:
 	VMOVUPS (R13), Z23
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VMOVUPS     (AX), Z0
@@ -4881,6 +4942,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VMOVUPS     (AX), Z0
@@ -4973,10 +5035,11 @@ tail:
 	VMOVUPS.Z (R13), K1, Z23
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VMOVUPS.Z   (AX), K1, Z0
@@ -5011,6 +5074,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VMOVUPS.Z   (AX), K1, Z0
@@ -5120,10 +5184,11 @@ loop:
 	VMOVUPS (R13), Z23
 
 rowsu:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genu
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genu
+	PCALIGN $0x40
 
 fullu:
 	VXORPS      Z0, Z0, Z0
@@ -5158,6 +5223,7 @@ fullu:
 	DECQ        CX
 	JNZ         fullu
 	JMP         endu
+	PCALIGN $0x40
 
 genu:
 	VXORPS      Z0, Z0, Z0
@@ -5250,10 +5316,11 @@ tail:
 	VMOVUPS.Z (R13), K1, Z23
 
 rowsm:
-	MOVQ SI, R9
-	MOVQ DI, AX
-	CMPQ R12, $0x08
-	JNE  genm
+	MOVQ    SI, R9
+	MOVQ    DI, AX
+	CMPQ    R12, $0x08
+	JNE     genm
+	PCALIGN $0x40
 
 fullm:
 	VXORPS      Z0, Z0, Z0
@@ -5288,6 +5355,7 @@ fullm:
 	DECQ        CX
 	JNZ         fullm
 	JMP         endm
+	PCALIGN $0x40
 
 genm:
 	VXORPS      Z0, Z0, Z0

@@ -240,7 +240,7 @@ func SquashGradAVX512(kind, d, n int, s, dv, ds []float32) {
 //		}
 //	}
 func GerGroupsAVX2(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
-	if fastGerGroups(ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) || checkGerGroups("GerGroupsAVX2", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+	if fastGerGroups(ng, d, n, x, x, xs, xk, y, y, ldy, a, lda) || checkGerGroups("GerGroupsAVX2", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
 		gerGroupsAVX2(ng, d, n, x, xs, xk, y, ldy, a, lda)
 	}
 }
@@ -283,7 +283,7 @@ func GemvNGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, ldx int, y
 
 // GerGroupsAVX512 is GerGroupsAVX2 with AVX-512F.
 func GerGroupsAVX512(ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int) {
-	if fastGerGroups(ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) || checkGerGroups("GerGroupsAVX512", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
+	if fastGerGroups(ng, d, n, x, x, xs, xk, y, y, ldy, a, lda) || checkGerGroups("GerGroupsAVX512", ng, d, n, x, nil, xs, xk, y, nil, ldy, a, lda, false) {
 		gerGroupsAVX512(ng, d, n, x, xs, xk, y, ldy, a, lda)
 	}
 }
@@ -316,14 +316,14 @@ func GemvNGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int,
 //		}
 //	}
 func Ger2GroupsAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda) || checkGerGroups("Ger2GroupsAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsAVX2(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
 
 // Ger2GroupsAVX512 is Ger2GroupsAVX2 with AVX-512F.
 func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda) || checkGerGroups("Ger2GroupsAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
@@ -339,14 +339,14 @@ func Ger2GroupsAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32
 //		}
 //	}
 func Ger2GroupsSetAVX2(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsSetAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda) || checkGerGroups("Ger2GroupsSetAVX2", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsSetAVX2(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
 
 // Ger2GroupsSetAVX512 is Ger2GroupsSetAVX2 with AVX-512F.
 func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
-	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) || checkGerGroups("Ger2GroupsSetAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda) || checkGerGroups("Ger2GroupsSetAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsSetAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }

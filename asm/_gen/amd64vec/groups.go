@@ -96,7 +96,7 @@ func gerGroups(s isa) {
 	one := func(mk bool, p string) {
 		s.ld(mk, m(ggY, ggC, 0), s.v(0))
 		ggStart()
-		Label("rows" + p)
+		loop("rows" + p)
 		VBROADCASTSS(m(ggPX, nil, 0), s.v(8))
 		s.ld(mk, m(ggPA, nil, 0), s.v(4))
 		VFMADD231PS(s.v(0), s.v(8), s.v(4))
@@ -110,7 +110,7 @@ func gerGroups(s isa) {
 		VMOVUPS(m(ggY, ggC, 0), s.v(0))
 		VMOVUPS(m(ggY, ggC, vb), s.v(1))
 		ggStart()
-		Label("rows2")
+		loop("rows2")
 		VBROADCASTSS(m(ggPX, nil, 0), s.v(8))
 		VMOVUPS(m(ggPA, nil, 0), s.v(4))
 		VMOVUPS(m(ggPA, nil, vb), s.v(5))
@@ -144,7 +144,7 @@ func gemvTGroups(s isa) {
 	one := func(mk bool, p string) {
 		s.ld(mk, m(ggY, ggC, 0), s.v(0))
 		ggStart()
-		Label("rows" + p)
+		loop("rows" + p)
 		VBROADCASTSS(m(ggPX, nil, 0), s.v(8))
 		s.ld(mk, m(ggPA, nil, 0), s.v(4))
 		VFMADD231PS(s.v(4), s.v(8), s.v(0))
@@ -161,7 +161,7 @@ func gemvTGroups(s isa) {
 		VXORPS(s.v(2), s.v(2), s.v(2))
 		VXORPS(s.v(3), s.v(3), s.v(3))
 		ggStart()
-		Label("rows2")
+		loop("rows2")
 		for k := 0; k < 2; k++ {
 			VBROADCASTSS(m(ggPX, nil, 0), s.v(8))
 			VFMADD231PS(m(ggPA, nil, 0), s.v(8), s.v(2*k))
@@ -210,7 +210,7 @@ func gemvNGroups(s isa) {
 
 	Label("group")
 	arg("d", ggR)
-	Label("row4")
+	loop("row4")
 	CMPQ(ggR, Imm(4))
 	JLT(LabelRef("row1"))
 	// Four rows: one vector step at a time into v0..v3, a masked tail, then
@@ -223,7 +223,7 @@ func gemvNGroups(s isa) {
 	LEAQ(Mem{Base: ggA1, Index: ggLDA, Scale: 2}, ggA3)
 	rows := []GPPhysical{ggA, ggA1, ggA2, ggA3}
 	XORQ(ggC, ggC)
-	Label("r4c1")
+	loop("r4c1")
 	CMPQ(ggC, ggN1)
 	JGT(LabelRef("r4ct"))
 	VMOVUPS(m(ggX, ggC, 0), s.v(8))
@@ -271,7 +271,7 @@ func gemvNGroups(s isa) {
 	SUBQ(Imm(4), ggR)
 	JMP(LabelRef("row4"))
 
-	Label("row1")
+	loop("row1")
 	TESTQ(ggR, ggR)
 	JZ(LabelRef("next"))
 	MOVQ(ggN, ggNB) // the 4-row walk used NB's register
@@ -353,7 +353,7 @@ func ger2Groups(s isa, set bool) {
 		LEAQ(m(ggY, ggC, 0), ggPA)
 		s.ld(mk, Mem{Base: ggPA, Index: ggDY2, Scale: 1}, s.v(1))
 		ggStart()
-		Label("rows" + p)
+		loop("rows" + p)
 		VBROADCASTSS(m(ggPX, nil, 0), s.v(8))
 		VBROADCASTSS(Mem{Base: ggPX, Index: ggDX2, Scale: 1}, s.v(9))
 		ald(mk, m(ggPA, nil, 0), s.v(4))
@@ -377,7 +377,7 @@ func ger2Groups(s isa, set bool) {
 	VMOVUPS(Mem{Base: ggPA, Index: ggDY2, Scale: 1}, s.v(2))
 	VMOVUPS(Mem{Base: ggPA, Index: ggDY2, Scale: 1, Disp: vb}, s.v(3))
 	ggStart()
-	Label("rows2")
+	loop("rows2")
 	VBROADCASTSS(m(ggPX, nil, 0), s.v(8))
 	VBROADCASTSS(Mem{Base: ggPX, Index: ggDX2, Scale: 1}, s.v(9))
 	ald(false, m(ggPA, nil, 0), s.v(4))
@@ -470,7 +470,7 @@ func mulAddRowsBatch(s isa, set bool) {
 		CMPQ(mbK, Imm(8))
 		JNE(LabelRef("gen" + p))
 		// k = 8, unrolled with two accumulators.
-		Label("full" + p)
+		loop("full" + p)
 		init(s.v(0))
 		MOVQ(mbPX, mbPR)
 		for l := 0; l < 8; l += 2 {
@@ -496,7 +496,7 @@ func mulAddRowsBatch(s isa, set bool) {
 		JNZ(LabelRef("full" + p))
 		JMP(LabelRef("end" + p))
 		// k < 8: a chain of tests.
-		Label("gen" + p)
+		loop("gen" + p)
 		init(s.v(0))
 		MOVQ(mbPX, mbPR)
 		for l := 0; l < 7; l++ {
