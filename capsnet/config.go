@@ -338,6 +338,9 @@ func (c Config) Geometry() (Geometry, error) {
 		if cc.Routing == "rba" && cc.Iters <= 0 {
 			return g, fmt.Errorf("%s: iters must be at least 1 for rba routing", field)
 		}
+		if cc.Iters > MaxIters {
+			return g, fmt.Errorf("%s: iters %d is more than %d", field, cc.Iters, MaxIters)
+		}
 		if _, err := parseSquash(cc.Squash); err != nil {
 			return g, fmt.Errorf("%s: squash: %w", field, err)
 		}
@@ -363,6 +366,11 @@ func (c Config) Geometry() (Geometry, error) {
 	}
 	return g, nil
 }
+
+// MaxIters bounds the routing iterations of a capsule layer (the paper uses
+// up to 10): the routing keeps every iteration for backward, so a huge
+// count from a hostile config would size the arena by it.
+const MaxIters = 1000
 
 // Validate reports whether the config describes a buildable network.
 func (c Config) Validate() error {

@@ -51,6 +51,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"magic","iters":3,"squash":"sabour"}]}`, "routing \"magic\""},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":9,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10}`, "last capsule layer has 9"},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour","init_std":-1}],"classes":10}`, "init_std -1"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":1000000000,"squash":"sabour"}],"classes":10}`, "iters 1000000000 is more than 1000"},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10,"loss":{"m_plus":0.9,"m_minus":0.1,"lambda":0.5,"alpha":0.4,"recon":"median"}}`, "loss.recon: \"median\""},
 	} {
 		_, err := ParseConfig([]byte(tc.json), "test.json")

@@ -122,6 +122,11 @@ func NewNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, false,
 // predicted class, and no Backward.
 func NewInferenceNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, true, planShared) }
 
+// MaxBatch bounds the batch of one Net (one replica), checked before
+// anything is allocated; the arena's own limit (graph.MaxArenaBytes) then
+// refuses a plan too large for the machine.
+const MaxBatch = 1 << 20
+
 // planMode selects the arena's memory plan (tests compare them).
 type planMode int
 
@@ -132,8 +137,8 @@ const (
 )
 
 func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
-	if batch <= 0 {
-		return nil, fmt.Errorf("capsnet: batch %d must be positive", batch)
+	if batch <= 0 || batch > MaxBatch {
+		return nil, fmt.Errorf("capsnet: batch %d must be between 1 and %d", batch, MaxBatch)
 	}
 	cfg, geo := p.Config, p.Geo
 	n := &Net{P: p, Batch: batch, Arena: graph.NewArena(), labels: make([]int, batch), pred: make([]int, batch), maskByLabel: !inference, Inference: inference}

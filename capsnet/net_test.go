@@ -383,3 +383,28 @@ func TestBackwardMargin(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileConfigSizes: a config whose sizes would need terabytes (huge
+// decoder layers, huge batches) is refused with an error before anything
+// large is allocated, never with a panic.
+func TestHostileConfigSizes(t *testing.T) {
+	cfg, err := LoadConfig("tiny-deep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Decoder = []int{1 << 36, 128}
+	if _, err := NewParams(cfg); err == nil {
+		t.Error("a decoder of 2^36 units was accepted")
+	}
+	cfg, _ = LoadConfig("tiny-deep")
+	p, err := NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewNet(p, 1<<40); err == nil {
+		t.Error("a batch of 2^40 was accepted")
+	}
+	if _, err := NewInferenceNet(p, MaxBatch); err == nil || !strings.Contains(err.Error(), "MaxArenaBytes") {
+		t.Errorf("a batch of MaxBatch (tens of GiB of activations): %v", err)
+	}
+}

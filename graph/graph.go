@@ -87,10 +87,20 @@ func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
 	b := &Buf{Name: name, Kind: kind, Shape: append([]int(nil), shape...)}
 	n := 1
 	for _, s := range shape {
-		if s < 0 && a.err == nil {
-			a.err = fmt.Errorf("graph: buffer %q: negative dimension in shape %v", name, shape)
+		switch {
+		case s < 0:
+			if a.err == nil {
+				a.err = fmt.Errorf("graph: buffer %q: negative dimension in shape %v", name, shape)
+			}
+			n = 0
+		case s > 0 && n > maxFloats/s:
+			if a.err == nil {
+				a.err = fmt.Errorf("graph: buffer %q: shape %v holds more than %d floats", name, shape, maxFloats)
+			}
+			n = 0
+		default:
+			n *= s
 		}
-		n *= s
 	}
 	b.n = n
 	switch {
@@ -104,9 +114,32 @@ func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
 	// start never straddle a cache line.
 	b.off = a.size
 	a.size += align(n)
+	if a.size > maxFloats && a.err == nil {
+		a.err = fmt.Errorf("graph: buffer %q takes the arena past %d floats", name, maxFloats)
+	}
 	a.unshared = a.size
 	a.bufs = append(a.bufs, b)
 	return b
+}
+
+// maxFloats bounds every buffer and the arena's declared size (2^40 floats,
+// 4 TiB): products and sums of sizes stay far from int overflow, and a shape
+// computed from hostile sizes is an error, not a panic.
+const maxFloats = 1 << 40
+
+// MaxArenaBytes is the largest arena Seal and SealShared allocate (16 GiB by
+// default). A larger plan is refused with an error that names the size, so
+// that a model too big for the machine fails with a message instead of
+// "fatal error: out of memory". Raise it before building the graphs for a
+// machine that has the memory.
+var MaxArenaBytes int64 = 16 << 30
+
+// checkSize refuses an arena of more than MaxArenaBytes.
+func (a *Arena) checkSize() error {
+	if b := int64(a.size) * 4; b > MaxArenaBytes {
+		return fmt.Errorf("graph: the memory plan needs %s, more than the limit of %s (graph.MaxArenaBytes)", MiB(b), MiB(MaxArenaBytes))
+	}
+	return nil
 }
 
 // align rounds a float count up to 16 floats (64 bytes).
@@ -140,6 +173,9 @@ func (a *Arena) Seal() error {
 	}
 	if a.sealed {
 		return nil
+	}
+	if err := a.checkSize(); err != nil {
+		return err
 	}
 	a.bind()
 	return nil
@@ -225,6 +261,9 @@ func (a *Arena) SealShared(phases ...Schedule) error {
 	}
 	a.shared = true
 	if err := a.Validate(); err != nil {
+		return err
+	}
+	if err := a.checkSize(); err != nil {
 		return err
 	}
 	a.bind()

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -309,5 +310,42 @@ func TestSealSharedDebug(t *testing.T) {
 		if bad != undeclared {
 			t.Errorf("undeclared read %v: result differs from the unshared plan: %v", undeclared, bad)
 		}
+	}
+}
+
+// TestHostileSizes: shapes whose product overflows, or an arena larger than
+// MaxArenaBytes, are errors from Seal and SealShared, never a panic or an
+// attempt to allocate.
+func TestHostileSizes(t *testing.T) {
+	a := NewArena()
+	a.Alloc("huge", Activation, 1<<30, 1<<30, 1<<30)
+	if err := a.Seal(); err == nil || !strings.Contains(err.Error(), `"huge"`) {
+		t.Errorf("overflowing shape: %v", err)
+	}
+	a = NewArena()
+	for i := 0; i < 3; i++ {
+		a.Alloc(fmt.Sprintf("big%d", i), Activation, 1<<20, 1<<19)
+	}
+	if err := a.Seal(); err == nil || !strings.Contains(err.Error(), "past") {
+		t.Errorf("arena past the float limit: %v", err)
+	}
+	prev := MaxArenaBytes
+	defer func() { MaxArenaBytes = prev }()
+	MaxArenaBytes = 1 << 20
+	a = NewArena()
+	a.Alloc("x", Activation, 1<<19)
+	if err := a.Seal(); err == nil || !strings.Contains(err.Error(), "graph.MaxArenaBytes") {
+		t.Errorf("arena over MaxArenaBytes: %v", err)
+	}
+	a = NewArena()
+	x := a.Alloc("x", Activation, 1<<19)
+	if err := a.SealShared(Schedule{{Name: "s", Run: func() error { return nil }, Writes: []*Buf{x}}}); err == nil || !strings.Contains(err.Error(), "graph.MaxArenaBytes") {
+		t.Errorf("shared arena over MaxArenaBytes: %v", err)
+	}
+	MaxArenaBytes = prev
+	a = NewArena()
+	a.Alloc("x", Activation, 1<<10)
+	if err := a.Seal(); err != nil {
+		t.Errorf("small arena refused: %v", err)
 	}
 }

@@ -124,6 +124,10 @@ func run(args []string) error {
 	if res.Interrupted {
 		return nil
 	}
+	if len(res.Epochs) == 0 { // a resumed run that had already trained every epoch asked for
+		fmt.Printf("nothing to train: %s already holds epoch %s of %d; ask for more with a larger -epochs\n", res.Checkpoint, ck.Meta["epoch"], o.Epochs)
+		return nil
+	}
 	last := res.Epochs[len(res.Epochs)-1]
 	fmt.Printf("done: validation accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
 	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *dataName)
