@@ -235,9 +235,11 @@ func (o *Options) check() error {
 	case !(o.LR > 0) || math.IsInf(float64(o.LR), 0):
 		return fmt.Errorf("-lr %v must be a positive number", o.LR)
 	case !(o.LRDecay > 0 && o.LRDecay <= 1):
-		return fmt.Errorf("lr decay %v must be in (0, 1]", o.LRDecay)
-	case o.TargetAcc < 0 || o.TargetAcc > 1:
+		return fmt.Errorf("-decay %v must be in (0, 1]", o.LRDecay)
+	case !(o.TargetAcc >= 0 && o.TargetAcc <= 1): // NaN fails too
 		return fmt.Errorf("-target %v must be an accuracy in [0, 1]", o.TargetAcc)
+	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
+		return fmt.Errorf("-weight-decay %v must be a finite number ≥ 0", o.WeightDecay)
 	case o.OutDir == "":
 		return fmt.Errorf("-out: an output directory is required")
 	}

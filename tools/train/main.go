@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/kernels"
@@ -65,7 +66,18 @@ func run(args []string) error {
 		}
 	}
 	modelSet := false
-	fs.Visit(func(f *flag.Flag) { modelSet = modelSet || f.Name == "model" })
+	var badSet error
+	fs.Visit(func(f *flag.Flag) {
+		modelSet = modelSet || f.Name == "model"
+		// 0 means "the default" only when the flag is not given: an
+		// explicit -epochs 0 or -batch 0 is a mistake, not a default.
+		if (f.Name == "epochs" || f.Name == "batch") && f.Value.String() == "0" && badSet == nil {
+			badSet = fmt.Errorf("-%s 0: must be positive (leave the flag out for the default)", f.Name)
+		}
+	})
+	if badSet != nil {
+		return badSet
+	}
 	var cfg capsnet.Config
 	var ck *capsnet.Checkpoint // the -resume checkpoint, read once
 	var err error
@@ -113,7 +125,9 @@ func run(args []string) error {
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM (what a cluster scheduler sends before killing a job) saves
+	// and stops like Ctrl-C.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images), %d epochs, batch %d, placement %s, kernels %s\n",
 		cfg.Name, trainSet.Name, trainSet.N, testSet.N, o.Epochs, o.Batch, placementHint(o), kernels.Impl())

@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -26,6 +32,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-shift", "28"}, "-shift"},
 		{[]string{"-epochs", "-1"}, "-epochs"},
 		{[]string{"-target", "1.5"}, "-target"},
+		{[]string{"-target", "nan"}, "-target"},
+		{[]string{"-weight-decay", "nan"}, "-weight-decay"},
+		{[]string{"-weight-decay", "-1"}, "-weight-decay"},
+		{[]string{"-decay", "nan"}, "-decay"},
+		{[]string{"-epochs", "0"}, "-epochs 0"},
+		{[]string{"-batch", "0"}, "-batch 0"},
 		{[]string{"-kernels", "sse9"}, "-kernels"},
 		{[]string{"-threads", "0"}, "-threads"},
 		{[]string{"stray"}, "stray"},
@@ -84,5 +96,60 @@ func TestTinyRun(t *testing.T) {
 	}
 	if err := run([]string{"-resume", filepath.Join(out, "nothing-here")}); err == nil || !strings.Contains(err.Error(), "-resume") {
 		t.Errorf("resume from a missing run: %v", err)
+	}
+}
+
+// TestSIGTERMSaves runs the trainer in a child process (this test binary,
+// re-executed), sends it SIGTERM (what Slurm and Kubernetes send before
+// killing a job) once it has finished an epoch, and checks that it saves a checkpoint
+// and exits 0, like Ctrl-C.
+func TestSIGTERMSaves(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGTERM on windows")
+	}
+	if dir := os.Getenv("CAPSTAN_TEST_TRAIN_CHILD"); dir != "" {
+		if err := run([]string{"-model", "tiny-deep", "-epochs", "50", "-batch", "32", "-threads", "1", "-out", dir, "-plain"}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSIGTERMSaves$")
+	cmd.Env = append(os.Environ(), "CAPSTAN_TEST_TRAIN_CHILD="+out)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, syscall.ENOEXEC) {
+			t.Skipf("cannot re-execute the test binary here (qemu-user without binfmt): %v", err)
+		}
+		t.Fatal(err)
+	}
+	// Wait until training has started (the first progress line), then TERM.
+	sc := bufio.NewScanner(stdout)
+	var log strings.Builder
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "epoch 1/") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("trainer after SIGTERM: %v; output:\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "interrupted in epoch ") {
+		t.Errorf("no interruption message; output:\n%s", log.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err != nil {
+		t.Errorf("no checkpoint after SIGTERM: %v", err)
 	}
 }
