@@ -278,6 +278,14 @@ func resumePaths(path string) (dir, ck string) {
 	return path, filepath.Join(path, CheckpointName)
 }
 
+// ResumeDir is the run directory of a -resume argument (the directory
+// itself, or the directory of a checkpoint file): where a resumed run keeps
+// writing unless told otherwise.
+func ResumeDir(path string) string {
+	dir, _ := resumePaths(path)
+	return dir
+}
+
 // ReadResume reads the checkpoint of a -resume argument (a run directory
 // or a checkpoint file) once: its Config is the run's model (when the file
 // names one). Pass it as Options.ResumeFrom with Options.Resume set to the

@@ -47,7 +47,7 @@ func run(args []string) error {
 	target := fs.Float64("target", 0, "stop when validation accuracy reaches this (e.g. 0.992; 0 = never)")
 	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis when the model takes the data's own size (Sabour's augmentation; 0 = none)")
 	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
-	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson")
+	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson (with -resume: the resumed run's directory)")
 	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
 	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
 	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
@@ -65,10 +65,11 @@ func run(args []string) error {
 			return fmt.Errorf("-kernels: %w", err)
 		}
 	}
-	modelSet := false
+	modelSet, outSet := false, false
 	var badSet error
 	fs.Visit(func(f *flag.Flag) {
 		modelSet = modelSet || f.Name == "model"
+		outSet = outSet || f.Name == "out"
 		// 0 means "the default" only when the flag is not given: an
 		// explicit -epochs 0 or -batch 0 is a mistake, not a default.
 		if (f.Name == "epochs" || f.Name == "batch") && f.Value.String() == "0" && badSet == nil {
@@ -77,6 +78,11 @@ func run(args []string) error {
 	})
 	if badSet != nil {
 		return badSet
+	}
+	if *resume != "" && !outSet {
+		// A resumed run goes on in its own directory, not in the default
+		// -out (which would leave it behind and overwrite another run).
+		*out = train.ResumeDir(*resume)
 	}
 	var cfg capsnet.Config
 	var ck *capsnet.Checkpoint // the -resume checkpoint, read once

@@ -74,13 +74,24 @@ func TestTinyRun(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 2 {
 		t.Errorf("after resuming for one more epoch, metrics.ndjson holds %q (%v); want 2 lines", b, err)
 	}
+	// -resume without -out goes on in the resumed run's directory (it used
+	// to write to the default runs/default).
+	if err := run([]string{"-resume", out, "-epochs", "3", "-batch", "200", "-plain"}); err != nil {
+		t.Fatalf("resume without -out: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 3 {
+		t.Errorf("after resuming without -out, metrics.ndjson of the run holds %q (%v); want 3 lines", b, err)
+	}
+	if _, err := os.Stat("runs"); err == nil {
+		t.Error("resume without -out wrote to the default runs/ directory")
+	}
 	// Resuming a run that already trained the epochs asked for says so and
 	// succeeds (it used to panic), and adds nothing to the metrics.
 	if err := run([]string{"-resume", out, "-epochs", "2", "-batch", "200", "-out", out, "-plain"}); err != nil {
 		t.Errorf("resume of a finished run: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 2 {
-		t.Errorf("after resuming a finished run, metrics.ndjson holds %q (%v); want 2 lines", b, err)
+	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 3 {
+		t.Errorf("after resuming a finished run, metrics.ndjson holds %q (%v); want 3 lines", b, err)
 	}
 	if err := run([]string{"-resume", out, "-model", "tiny-sabour", "-epochs", "3", "-batch", "200", "-out", out, "-plain"}); err == nil || !strings.Contains(err.Error(), "holds model tiny-deep") {
 		t.Errorf("resume with another -model: %v", err)
