@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -43,6 +44,9 @@ type Options struct {
 	OutDir string
 	// Resume names a checkpoint directory (or file) to continue from.
 	Resume string
+	// Overwrite lets a fresh run replace a run directory that holds a run
+	// of another model or configuration (refused otherwise).
+	Overwrite bool
 	// ResumeFrom is Resume's checkpoint when the caller has already read it
 	// (ReadResume, e.g. to take its model): Run then does not read it
 	// again. nil: Run reads it.
@@ -81,7 +85,11 @@ type Result struct {
 	ReachedAcc  bool
 }
 
-// CheckpointName and OptimizerName are the files Run writes in OutDir.
+// The files of a run directory: the checkpoint (a PyTorch state dict with
+// the run's state in its metadata) and metrics. The optimizer state is
+// saved as optimizer-STEP.safetensors, named by the checkpoint's
+// "optimizer" metadata; OptimizerName is the single name of older runs,
+// still read on resume.
 const (
 	CheckpointName = "checkpoint.safetensors"
 	OptimizerName  = "optimizer.safetensors"
@@ -89,9 +97,20 @@ const (
 )
 
 // Run trains until Epochs are done, TargetAcc is reached or ctx is
-// cancelled (Ctrl-C): then it finishes the current step, writes a checkpoint
-// and returns with Result.Interrupted set. Every epoch ends with a
-// validation pass, a metrics line and an atomic checkpoint.
+// cancelled (Ctrl-C, SIGTERM): then it finishes the current step, writes a
+// checkpoint of the position inside the epoch and returns with
+// Result.Interrupted set; a resume continues from that step and ends
+// bit-identical to an uninterrupted run. Every epoch ends with a
+// validation pass, a checkpoint and its metrics line.
+//
+// The run directory is crash-safe: Run holds its lock (LockName) while it
+// runs, removes what a killed run left (temporary files, uncommitted
+// optimizer states) when it starts, and commits the parameters and the
+// optimizer state as one unit (see Trainer.save), so after kill -9 at any
+// instant the directory resumes from the last committed step.
+// metrics.ndjson is rewritten from the checkpoint's own history, so it
+// holds each completed epoch exactly once. A directory holding a run of
+// another model or configuration is refused unless Overwrite is set.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -101,6 +120,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	release, err := lockRunDir(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if o.Resume != "" && o.ResumeFrom == nil {
+		if o.ResumeFrom, err = ReadResume(o.Resume); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.checkOutDir(); err != nil {
+		return nil, err
 	}
 	params, err := capsnet.NewParams(o.Model)
 	if err != nil {
@@ -112,12 +144,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer t.Close()
-	startEpoch := 1
+	var st runState
 	if o.Resume != "" {
-		if startEpoch, err = t.resume(o.Resume, o.ResumeFrom); err != nil {
+		if st, err = t.resume(o.Resume, o.ResumeFrom); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(o.Log, "resumed from %s at epoch %d (step %d)\n", o.Resume, startEpoch, t.Step)
+		if st.partial.Steps > 0 {
+			fmt.Fprintf(o.Log, "resumed from %s in epoch %d after batch %d (step %d)\n", o.Resume, st.epoch+1, st.partial.Steps, t.Step)
+		} else {
+			fmt.Fprintf(o.Log, "resumed from %s at epoch %d (step %d)\n", o.Resume, st.epoch+1, t.Step)
+		}
+	}
+	// What a killed run left: temporary files, an optimizer state written
+	// just before a kill that the checkpoint never committed.
+	keep := ""
+	if o.Resume != "" && sameDir(ResumeDir(o.Resume), o.OutDir) {
+		keep = st.optimizer
+	}
+	if err := cleanStale(o.OutDir, keep); err != nil {
+		return nil, err
+	}
+	if err := writeMetrics(o.OutDir, st.history, nil); err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(o.Log, "model %s: %d parameters; kernels %s; %d thread(s), batch %d; memory plan %s\n",
 		o.Model.Name, params.Count(), kernels.Impl(), len(t.Reps), o.Batch, t.Plan())
@@ -134,47 +182,47 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("training data: %w", err)
 	}
-	if tb.Batches() == 0 {
-		return nil, fmt.Errorf("training data: %d images is less than one batch of %d", o.Train.N, o.Batch)
-	}
 	vb, err := data.NewBatcher(o.Val, data.BatchConfig{Size: o.Batch, Seed: o.Seed, Placement: o.ValPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas})
 	if err != nil {
 		return nil, fmt.Errorf("validation data: %w", err)
 	}
-	metricsF, err := os.OpenFile(filepath.Join(o.OutDir, MetricsName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	defer metricsF.Close()
 
 	res := &Result{Checkpoint: filepath.Join(o.OutDir, CheckpointName)}
 	reconW := float64(o.Model.Loss.ReconWeight(params.Geo.Pixels))
 	batch := tb.NewBatch()
 	labels := make([]int, o.Batch)
-	for epoch := startEpoch; epoch <= o.Epochs; epoch++ {
+	for epoch := st.epoch + 1; epoch <= o.Epochs; epoch++ {
 		lr := o.LR * math.Pow(o.LRDecay, float64(epoch-1))
 		tb.StartEpoch(epoch)
+		acc := st.partial // the steps an interrupted run already took in this epoch
+		st.partial = partialEpoch{}
+		for i := 0; i < acc.Steps; i++ { // replay the order and placements up to there
+			if !tb.Next(batch) {
+				return res, fmt.Errorf("resume: epoch %d has %d batches of %d, the checkpoint is after batch %d (other data or batch size?)", epoch, tb.Batches(), o.Batch, acc.Steps)
+			}
+		}
 		start := time.Now()
-		prog := newProgress(o.Log, o.Progress, fmt.Sprintf("epoch %d/%d", epoch, o.Epochs), tb.Batches()*o.Batch)
-		var sumM, sumR float64
-		var correct, seen, steps int
-		for tb.Next(batch) {
+		prog := newProgress(o.Log, o.Progress, fmt.Sprintf("epoch %d/%d", epoch, o.Epochs), (tb.Batches()-acc.Steps)*o.Batch)
+		seenHere := 0
+		for ctx.Err() == nil && tb.Next(batch) {
 			for i, y := range batch.Labels() {
 				labels[i] = int(y)
 			}
 			m, r, err := t.TrainStep(batch.Images(), labels, lr)
 			if err != nil {
-				return res, fmt.Errorf("epoch %d step %d: %w", epoch, steps+1, err)
+				return res, fmt.Errorf("epoch %d step %d: %w", epoch, acc.Steps+1, err)
 			}
 			for _, n := range t.Reps {
 				for i, p := range n.Pred() {
 					if p == n.Labels()[i] {
-						correct++
+						acc.Correct++
 					}
 				}
 			}
-			sumM, sumR, seen, steps = sumM+m, sumR+r, seen+o.Batch, steps+1
-			prog.update(seen, fmt.Sprintf("loss %.4f", (sumM+reconW*sumR)/float64(steps)))
+			acc.SumMargin, acc.SumRecon, acc.Seen, acc.Steps = acc.SumMargin+m, acc.SumRecon+r, acc.Seen+o.Batch, acc.Steps+1
+			seenHere += o.Batch
+			prog.update(seenHere, fmt.Sprintf("loss %.4f", (acc.SumMargin+reconW*acc.SumRecon)/float64(acc.Steps)))
+			fault("step")
 			if ctx.Err() != nil {
 				break
 			}
@@ -184,39 +232,51 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		secs := time.Since(start).Seconds()
 		prog.finish()
-		interrupted := ctx.Err() != nil
-		em := EpochMetrics{Epoch: epoch, MarginLoss: sumM / float64(max(steps, 1)), ReconLoss: sumR / float64(max(steps, 1)),
-			TrainAcc: float64(correct) / float64(max(seen, 1)), LR: lr, ImgPerSec: float64(seen) / secs, Seconds: secs,
+		interrupted := ctx.Err() != nil && acc.Steps < tb.Batches()
+		em := EpochMetrics{Epoch: epoch, MarginLoss: acc.SumMargin / float64(max(acc.Steps, 1)), ReconLoss: acc.SumRecon / float64(max(acc.Steps, 1)),
+			TrainAcc: float64(acc.Correct) / float64(max(acc.Seen, 1)), LR: lr, ImgPerSec: float64(seenHere) / secs, Seconds: secs,
 			Kernels: kernels.Impl(), Interrupted: interrupted}
 		em.Loss = em.MarginLoss + reconW*em.ReconLoss
-		if !interrupted {
-			if em.ValAcc, err = ev.Accuracy(vb); err != nil {
+		if interrupted {
+			// Save the position inside the epoch: a resume replays the
+			// epoch's order up to here and goes on from this step.
+			st.partial = acc
+			if err := t.save(o.OutDir, st); err != nil {
 				return res, err
 			}
-		}
-		done := epoch
-		if interrupted {
-			done = epoch - 1 // the interrupted epoch is redone on resume
-		}
-		if err := t.save(o.OutDir, done); err != nil {
-			return res, err
-		}
-		line, _ := json.Marshal(em)
-		if _, err := metricsF.Write(append(line, '\n')); err != nil {
-			return res, fmt.Errorf("metrics: %w", err)
-		}
-		res.Epochs = append(res.Epochs, em)
-		if interrupted {
-			fmt.Fprintf(o.Log, "interrupted in epoch %d: checkpoint saved to %s (resume with -resume %s)\n", epoch, res.Checkpoint, o.OutDir)
+			if err := writeMetrics(o.OutDir, st.history, &em); err != nil {
+				return res, err
+			}
+			res.Epochs = append(res.Epochs, em)
+			fmt.Fprintf(o.Log, "interrupted in epoch %d after batch %d of %d: checkpoint saved to %s (resume with -resume %s)\n", epoch, acc.Steps, tb.Batches(), res.Checkpoint, o.OutDir)
 			res.Interrupted = true
 			return res, nil
 		}
+		if em.ValAcc, err = ev.Accuracy(vb); err != nil {
+			return res, err
+		}
+		st.epoch = epoch
+		st.history = append(st.history, em)
+		if err := t.save(o.OutDir, st); err != nil {
+			return res, err
+		}
+		fault("metrics")
+		if err := writeMetrics(o.OutDir, st.history, nil); err != nil {
+			return res, err
+		}
+		fault("epoch")
+		res.Epochs = append(res.Epochs, em)
 		fmt.Fprintf(o.Log, "epoch %d/%d: loss %.4f, train acc %.2f%%, val acc %.2f%%, lr %.2e, %.0f img/s, %.1fs; checkpoint %s\n",
 			epoch, o.Epochs, em.Loss, 100*em.TrainAcc, 100*em.ValAcc, lr, em.ImgPerSec, secs, res.Checkpoint)
 		if o.TargetAcc > 0 && em.ValAcc >= o.TargetAcc {
 			fmt.Fprintf(o.Log, "reached target validation accuracy %.2f%%\n", 100*o.TargetAcc)
 			res.ReachedAcc = true
 			break
+		}
+		if ctx.Err() != nil { // cancelled during the last step or validation: the epoch is complete and saved
+			fmt.Fprintf(o.Log, "interrupted after epoch %d: checkpoint saved to %s (resume with -resume %s)\n", epoch, res.Checkpoint, o.OutDir)
+			res.Interrupted = true
+			return res, nil
 		}
 	}
 	return res, nil
@@ -242,6 +302,9 @@ func (o *Options) check() error {
 		return fmt.Errorf("-weight-decay %v must be a finite number ≥ 0", o.WeightDecay)
 	case o.OutDir == "":
 		return fmt.Errorf("-out: an output directory is required")
+	case o.Batch > o.Train.N:
+		// Before anything is allocated for a batch of this size.
+		return fmt.Errorf("-batch %d: the training data (%s) has only %d images, less than one batch", o.Batch, o.Train.Name, o.Train.N)
 	}
 	c, h, w := o.Train.C, o.Train.H, o.Train.W
 	if o.TrainPlacement != data.PlacementNone && o.TrainPlacement != data.PlacementShift {
@@ -253,20 +316,73 @@ func (o *Options) check() error {
 	return nil
 }
 
-// save writes the checkpoint and the optimizer state, each atomically; the
-// optimizer file carries the step and epoch it belongs to.
-func (t *Trainer) save(dir string, epoch int) error {
-	meta := map[string]string{"epoch": strconv.Itoa(epoch), "step": strconv.Itoa(t.Step), "kernels": kernels.Impl()}
+// runState is where a run stands: the completed epochs and their metrics,
+// and the steps already taken in the next epoch when a run was
+// interrupted inside it.
+type runState struct {
+	epoch     int
+	history   []EpochMetrics
+	partial   partialEpoch
+	optimizer string // the optimizer file the checkpoint names
+}
+
+// partialEpoch accumulates an epoch's training figures; a checkpoint
+// written inside an epoch carries them (metadata "partial"), so the
+// resumed epoch reports what an uninterrupted one would.
+type partialEpoch struct {
+	Steps     int     `json:"steps"`
+	Seen      int     `json:"seen"`
+	Correct   int     `json:"correct"`
+	SumMargin float64 `json:"sum_margin"`
+	SumRecon  float64 `json:"sum_recon"`
+}
+
+// save commits the parameters and the optimizer state as one unit. The
+// optimizer state goes first, to its own step-named file (atomically);
+// the checkpoint, which names that file and carries the run's state
+// (epoch, step, position in the epoch, metrics history), is then renamed
+// into place: that rename is the commit. A kill before it leaves the
+// previous checkpoint and the optimizer file it names (removed only after
+// the commit), so the directory always resumes from a consistent pair.
+func (t *Trainer) save(dir string, st runState) error {
+	hist, _ := json.Marshal(st.history)
+	meta := map[string]string{
+		"epoch": strconv.Itoa(st.epoch), "step": strconv.Itoa(t.Step), "kernels": kernels.Impl(),
+		"batch": strconv.Itoa(st.partial.Steps), "metrics": string(hist),
+	}
+	if st.partial.Steps > 0 {
+		pj, _ := json.Marshal(st.partial)
+		meta["partial"] = string(pj)
+	}
 	opt := map[string]safetensors.Tensor{}
 	for i, q := range t.P.List {
 		m, v := t.Moments(i)
 		opt["adam.m."+q.Name] = safetensors.Tensor{Shape: []int{len(m)}, Data: m}
 		opt["adam.v."+q.Name] = safetensors.Tensor{Shape: []int{len(v)}, Data: v}
 	}
-	if err := safetensors.Write(filepath.Join(dir, OptimizerName), opt, meta); err != nil {
+	optName := optimizerFile(t.Step)
+	fault("save")
+	err := safetensors.WriteAtomic(filepath.Join(dir, optName), func(w io.Writer) error {
+		return safetensors.Encode(faultWriter{w, "write-optimizer"}, opt, map[string]string{"epoch": meta["epoch"], "step": meta["step"], "batch": meta["batch"]})
+	})
+	if err != nil {
 		return err
 	}
-	return t.P.SaveCheckpoint(filepath.Join(dir, CheckpointName), meta)
+	fault("optimizer-written")
+	meta["optimizer"] = optName
+	ckMeta := map[string]string{"format": capsnet.CheckpointFormat, "config": t.P.Config.JSON()}
+	for k, v := range meta {
+		ckMeta[k] = v
+	}
+	err = safetensors.WriteAtomic(filepath.Join(dir, CheckpointName), func(w io.Writer) error {
+		return safetensors.Encode(faultWriter{w, "write-checkpoint"}, t.P.TorchTensors(), ckMeta)
+	})
+	if err != nil {
+		return err
+	}
+	fault("checkpoint-written")
+	// Committed: the optimizer states of earlier steps are garbage now.
+	return cleanStale(dir, optName)
 }
 
 // resumePaths returns the run directory and checkpoint file of a -resume
@@ -286,6 +402,13 @@ func ResumeDir(path string) string {
 	return dir
 }
 
+// sameDir reports whether a and b name the same existing directory.
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
 // ReadResume reads the checkpoint of a -resume argument (a run directory
 // or a checkpoint file) once: its Config is the run's model (when the file
 // names one). Pass it as Options.ResumeFrom with Options.Resume set to the
@@ -299,35 +422,109 @@ func ReadResume(path string) (*capsnet.Checkpoint, error) {
 	return c, nil
 }
 
+// checkOutDir refuses to start over a run directory that holds a run of
+// another model or configuration (unless Overwrite): its checkpoint would
+// be replaced and its metrics mixed with this run's. The directory a run
+// resumes from is its own.
+func (o *Options) checkOutDir() error {
+	existing := filepath.Join(o.OutDir, CheckpointName)
+	if _, err := os.Stat(existing); err != nil || o.Overwrite {
+		return nil
+	}
+	if o.Resume != "" && sameDir(ResumeDir(o.Resume), o.OutDir) {
+		return nil
+	}
+	ck, err := capsnet.ReadCheckpoint(existing)
+	if err != nil {
+		return fmt.Errorf("-out %s holds a checkpoint that cannot be read (%v): choose another -out, or -overwrite to replace it", o.OutDir, err)
+	}
+	if ck.Config.JSON() == o.Model.JSON() {
+		fmt.Fprintf(o.Log, "starting a new run in %s over the previous run of the same model (epoch %s); -resume %s would have continued it\n", o.OutDir, ck.Meta["epoch"], o.OutDir)
+		return nil
+	}
+	what := "model " + ck.Config.Name
+	if !ck.HasConfig() {
+		what = "a checkpoint without model config"
+	} else if ck.Config.Name == o.Model.Name {
+		what = "another configuration of model " + ck.Config.Name
+	}
+	return fmt.Errorf("-out %s holds a run of %s (epoch %s), not of %s: resume it with -resume %s, choose another -out, or -overwrite to replace it", o.OutDir, what, ck.Meta["epoch"], o.Model.Name, o.OutDir)
+}
+
 // resume loads parameters and optimizer state from a run directory (or a
 // checkpoint file, whose directory holds the optimizer state) and returns
-// the next epoch. ck is the run's checkpoint when already read (nil: read
-// it here).
-func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (int, error) {
+// where the run stands. ck is the run's checkpoint when already read (nil:
+// read it here). The optimizer state is checked like the weights: every
+// moment present with its size, finite, second moments ≥ 0.
+func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) {
+	var st runState
 	dir, file := resumePaths(path)
 	if ck == nil {
 		var err error
 		if ck, err = ReadResume(path); err != nil {
-			return 0, err
+			return st, err
 		}
 	}
 	if err := t.P.Load(ck); err != nil {
 		if ck.HasConfig() && ck.Config.Name == t.P.Config.Name && ck.Config.JSON() != t.P.Config.JSON() {
-			return 0, fmt.Errorf("resume: %w; resume without a model to use the checkpoint's own", err)
+			return st, fmt.Errorf("resume: %w; resume without a model to use the checkpoint's own", err)
 		}
-		return 0, fmt.Errorf("resume: %w", err)
+		return st, fmt.Errorf("resume: %w", err)
 	}
 	meta := ck.Meta
-	epoch, err := strconv.Atoi(meta["epoch"])
-	if err != nil {
-		return 0, fmt.Errorf("resume: %s: metadata epoch %q is not a number", file, meta["epoch"])
+	num := func(key string, dflt string) (int, error) {
+		s := meta[key]
+		if s == "" {
+			s = dflt
+		}
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("resume: %s: metadata %s %q is not a count", file, key, meta[key])
+		}
+		return v, nil
 	}
-	opt, err := safetensors.Read(filepath.Join(dir, OptimizerName))
-	if err != nil {
-		return 0, fmt.Errorf("resume: %w", err)
+	var err error
+	if st.epoch, err = num("epoch", "-"); err != nil {
+		return st, err
 	}
-	if opt.Metadata["step"] != meta["step"] {
-		return 0, fmt.Errorf("resume: %s is from step %s but the checkpoint from step %s", OptimizerName, opt.Metadata["step"], meta["step"])
+	step, err := num("step", "-")
+	if err != nil {
+		return st, err
+	}
+	if st.partial.Steps, err = num("batch", "0"); err != nil {
+		return st, err
+	}
+	if st.partial.Steps > 0 {
+		if err := json.Unmarshal([]byte(meta["partial"]), &st.partial); err != nil || st.partial.Steps <= 0 {
+			return st, fmt.Errorf("resume: %s: metadata partial %q does not describe the interrupted epoch", file, meta["partial"])
+		}
+	}
+	if js, ok := meta["metrics"]; ok {
+		if err := json.Unmarshal([]byte(js), &st.history); err != nil {
+			return st, fmt.Errorf("resume: %s: metadata metrics: %v", file, err)
+		}
+	} else { // a checkpoint of an older run: take the history from its metrics file
+		st.history = readMetricsFile(filepath.Join(dir, MetricsName), st.epoch)
+	}
+	st.optimizer = meta["optimizer"]
+	if st.optimizer == "" {
+		st.optimizer = OptimizerName
+	}
+	if filepath.Base(st.optimizer) != st.optimizer || !isOptimizerFile(st.optimizer) {
+		return st, fmt.Errorf("resume: %s: metadata optimizer %q is not an optimizer file name", file, st.optimizer)
+	}
+	optPath := filepath.Join(dir, st.optimizer)
+	opt, err := safetensors.Read(optPath)
+	if err != nil {
+		return st, fmt.Errorf("resume: %w", err)
+	}
+	if opt.Metadata["step"] != strconv.Itoa(step) {
+		return st, fmt.Errorf("resume: %s is from step %s but the checkpoint from step %d", optPath, opt.Metadata["step"], step)
+	}
+	for name := range opt.Tensors {
+		if !strings.HasPrefix(name, "adam.m.") && !strings.HasPrefix(name, "adam.v.") || t.P.Get(name[len("adam.m."):]) == nil {
+			return st, fmt.Errorf("resume: %s: unexpected tensor %q (not a moment of model %s)", optPath, name, t.P.Config.Name)
+		}
 	}
 	for i, q := range t.P.List {
 		m, v := t.Moments(i)
@@ -337,11 +534,20 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (int, error) {
 		}{{"adam.m." + q.Name, m}, {"adam.v." + q.Name, v}} {
 			src, ok := opt.Tensors[pair.name]
 			if !ok || len(src.Data) != len(pair.dst) {
-				return 0, fmt.Errorf("resume: %s: tensor %s missing or of the wrong size", OptimizerName, pair.name)
+				return st, fmt.Errorf("resume: %s: tensor %s missing or of the wrong size", optPath, pair.name)
 			}
-			copy(pair.dst, src.Data)
+			for j, x := range src.Data {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || (pair.name[5] == 'v' && x < 0) {
+					return st, fmt.Errorf("resume: %s: tensor %s element %d is %v", optPath, pair.name, j, x)
+				}
+			}
 		}
 	}
-	t.Step, _ = strconv.Atoi(meta["step"])
-	return epoch + 1, nil
+	for i, q := range t.P.List {
+		m, v := t.Moments(i)
+		copy(m, opt.Tensors["adam.m."+q.Name].Data)
+		copy(v, opt.Tensors["adam.v."+q.Name].Data)
+	}
+	t.Step = step
+	return st, nil
 }

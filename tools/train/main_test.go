@@ -61,7 +61,7 @@ func TestTinyRun(t *testing.T) {
 	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-out", out, "-plain"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"checkpoint.safetensors", "optimizer.safetensors", "metrics.ndjson"} {
+	for _, f := range []string{"checkpoint.safetensors", "optimizer-30.safetensors", "metrics.ndjson"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
@@ -157,7 +157,7 @@ func TestSIGTERMSaves(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("trainer after SIGTERM: %v; output:\n%s", err, log.String())
 	}
-	if !strings.Contains(log.String(), "interrupted in epoch ") {
+	if !strings.Contains(log.String(), "interrupted ") {
 		t.Errorf("no interruption message; output:\n%s", log.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err != nil {
