@@ -189,7 +189,9 @@ func TestBadOptimizerState(t *testing.T) {
 		{func(f *safetensors.File) { f.Tensors[name].Data[0] = -1 }, name + " element 0 is -1"},
 		{func(f *safetensors.File) { f.Tensors[name].Data[1] = float32(math.Inf(1)) }, "element 1 is +Inf"},
 		{func(f *safetensors.File) { f.Metadata["step"] = "5" }, "is from step 5 but the checkpoint from step 6"},
-		{func(f *safetensors.File) { f.Tensors["adam.m.bogus"] = safetensors.Tensor{Shape: []int{1}, Data: []float32{0}} }, `unexpected tensor "adam.m.bogus"`},
+		{func(f *safetensors.File) {
+			f.Tensors["adam.m.bogus"] = safetensors.Tensor{Shape: []int{1}, Data: []float32{0}}
+		}, `unexpected tensor "adam.m.bogus"`},
 		{func(f *safetensors.File) { delete(f.Tensors, name) }, name + " missing"},
 	} {
 		f := &safetensors.File{Tensors: map[string]safetensors.Tensor{}, Metadata: map[string]string{}}
