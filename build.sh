@@ -15,6 +15,10 @@
 #                      comparison bench/OLD-vs-NEW/benchstat.txt
 #   ./build.sh tiles   the SGEMM tile sweep on this CPU (ROUNDS, BENCH, BENCHTIME): which
 #                      micro-kernel tile and blocking to use here (docs/sgemm-tiles.md)
+#   ./build.sh fuzz    run every fuzz target (func FuzzX in a _test.go) for FUZZTIME each
+#                      (default 5m; FUZZ=regexp narrows to matching targets); ./build.sh test
+#                      runs each for 20s (CAPSTAN_FUZZTIME overrides, 0 skips); a failure
+#                      leaves its input in testdata/fuzz/FuzzX/ of the package: fix, then commit it
 #   ./build.sh data    fetch datasets ([-dir DIR] [mnist|fashion|all], default mnist; see tools/data)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -116,6 +120,10 @@ cmd_test() {
 		say "go test with CAPSTAN_KERNELS=avx2 (AVX2 forced on an AVX-512 machine)"
 		CAPSTAN_KERNELS=avx2 go test -count=1 ./...
 	fi
+	if [ "${CAPSTAN_FUZZTIME:-20s}" != 0 ]; then
+		say "fuzz targets, ${CAPSTAN_FUZZTIME:-20s} each (./build.sh fuzz runs them longer)"
+		run_fuzz "${CAPSTAN_FUZZTIME:-20s}"
+	fi
 	if [ "$(go env GOARCH)" != arm64 ]; then
 		if ensure_qemu; then
 			say "go test under qemu-aarch64-static (GOARCH=arm64: neon and noasm)"
@@ -128,6 +136,36 @@ cmd_test() {
 		fi
 	fi
 	say "all tests passed"
+}
+
+# fuzz_targets prints "PKGDIR NAME" for every fuzz target of the module.
+fuzz_targets() {
+	git grep -n '^func Fuzz[A-Za-z0-9_]*(f \*testing\.F)' -- '*_test.go' 2>/dev/null |
+		sed -E 's|^(.*)/[^/]*_test\.go:[0-9]+:func (Fuzz[A-Za-z0-9_]*)\(.*|./\1 \2|' | sort -u
+}
+
+# run_fuzz TIME [REGEXP] runs each fuzz target (matching REGEXP) for TIME.
+run_fuzz() {
+	local time=$1 filter=${2:-.} pkg name n=0 log
+	log=$(mktemp "${TMPDIR:-/tmp}/capstan-fuzz.XXXXXX")
+	while read -r pkg name; do
+		[[ $name =~ $filter ]] || continue
+		n=$((n + 1))
+		say "fuzz $pkg $name for $time"
+		if ! go test -run '^$' -fuzz "^$name\$" -fuzztime "$time" "$pkg" >"$log" 2>&1; then
+			cat "$log" >&2
+			rm -f "$log"
+			die "fuzz target $name in $pkg failed: its input is in $pkg/testdata/fuzz/$name/ (fix the bug, then commit that file as a regression seed)"
+		fi
+		grep -E '^fuzz: elapsed' "$log" | tail -1 || true
+	done < <(fuzz_targets)
+	rm -f "$log"
+	[ "$n" -gt 0 ] || die "no fuzz target matches $filter"
+}
+
+cmd_fuzz() {
+	need_go
+	run_fuzz "${FUZZTIME:-5m}" "${FUZZ:-.}"
 }
 
 cmd_cross() {
@@ -253,6 +291,7 @@ cross) cmd_cross ;;
 bench) cmd_bench ;;
 benchcmp) shift; cmd_benchcmp "$@" ;;
 tiles) cmd_tiles ;;
+fuzz) cmd_fuzz ;;
 data) shift; cmd_data "$@" ;;
 *)
 	awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"

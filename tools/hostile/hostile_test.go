@@ -1,0 +1,267 @@
+package hostile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
+)
+
+// memLimitKB is the address-space limit of every tool run (ulimit -v, in
+// KiB): a 4 GB board.
+const memLimitKB = 4000000
+
+// buildTools builds the commands into a temporary directory.
+func buildTools(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("ulimit -v and the tool binaries are tested on linux")
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to set ulimit -v")
+	}
+	bin := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../train", "../infer", "../dump")
+	cmd.Env = append(os.Environ(), "GOFLAGS=") // the tags of this test run (noasm) do not matter here
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			t.Skipf("no go command to build the tools: %v", err)
+		}
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// Run the binaries once: under qemu-user (GOARCH=arm64 tests) a
+	// host-built binary runs, but check anyway.
+	return bin
+}
+
+// config returns the JSON of preset name with edit applied to its map.
+func config(t *testing.T, name string, edit func(m map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(capsnet.Presets()[name].JSON()), &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func caps0(m map[string]any) map[string]any { return m["caps"].([]any)[0].(map[string]any) }
+
+func write(t *testing.T, path string, b []byte) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// safetensorsHeader returns a safetensors file of header h and data bytes.
+func safetensorsHeader(h string, data int) []byte {
+	for len(h)%8 != 0 {
+		h += " "
+	}
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, uint64(len(h)))
+	b.WriteString(h)
+	b.Write(make([]byte, data))
+	return b.Bytes()
+}
+
+// idx returns an IDX file header of dims (magic for uint8 data) and the
+// given payload.
+func idx(dims []uint32, payload []byte) []byte {
+	var b bytes.Buffer
+	b.Write([]byte{0, 0, 8, byte(len(dims))})
+	for _, d := range dims {
+		binary.Write(&b, binary.BigEndian, d)
+	}
+	b.Write(payload)
+	return b.Bytes()
+}
+
+func gz(b []byte) []byte {
+	var o bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&o, gzip.BestCompression)
+	w.Write(b)
+	w.Close()
+	return o.Bytes()
+}
+
+// pngHeader is a PNG signature and IHDR chunk declaring w×h 8-bit gray,
+// with no image data.
+func pngHeader(w, h uint32) []byte {
+	var b bytes.Buffer
+	b.Write([]byte("\x89PNG\r\n\x1a\n"))
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 0
+	binary.Write(&b, binary.BigEndian, uint32(13))
+	chunk := append([]byte("IHDR"), ihdr...)
+	b.Write(chunk)
+	binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	return b.Bytes()
+}
+
+// TestHostileInputUnderMemoryLimit: every case exits non-zero with one
+// line on stderr that names the culprit, under ulimit -v 4000000.
+func TestHostileInputUnderMemoryLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the tools (-short)")
+	}
+	bin := buildTools(t)
+	dir := t.TempDir()
+	emptyData := filepath.Join(dir, "nodata")
+	os.MkdirAll(emptyData, 0o755)
+
+	// Configs that would need terabytes, or panic in the graph.
+	iters := write(t, filepath.Join(dir, "iters.json"), config(t, "sabour-small", func(m map[string]any) { caps0(m)["iters"] = 1000000000 }))
+	decoder := write(t, filepath.Join(dir, "decoder.json"), config(t, "sabour-small", func(m map[string]any) { m["decoder"] = []int{1 << 40, 1 << 20} }))
+	decoder2 := write(t, filepath.Join(dir, "decoder2.json"), config(t, "sabour-small", func(m map[string]any) { m["decoder"] = []int{1 << 16, 1 << 16} }))
+	channels := write(t, filepath.Join(dir, "channels.json"), config(t, "sabour-small", func(m map[string]any) {
+		m["convs"].([]any)[0].(map[string]any)["out"] = 1 << 30
+	}))
+	pad := write(t, filepath.Join(dir, "pad.json"), config(t, "sabour-small", func(m map[string]any) {
+		m["convs"].([]any)[0].(map[string]any)["pad"] = 1 << 28
+	}))
+	capsOut := write(t, filepath.Join(dir, "capsout.json"), config(t, "sabour-small", func(m map[string]any) { caps0(m)["dim"] = 1 << 24 }))
+
+	// A checkpoint whose header declares one huge tensor, in a tiny file.
+	hugeTensor := write(t, filepath.Join(dir, "huge", "checkpoint.safetensors"),
+		safetensorsHeader(`{"conv1.weight":{"dtype":"F32","shape":[1099511627776],"data_offsets":[0,4398046511104]}}`, 64))
+	// A valid file whose metadata config needs terabytes.
+	var meta bytes.Buffer
+	cfgJSON := config(t, "sabour-small", func(m map[string]any) { m["decoder"] = []int{1 << 30, 1 << 20} })
+	if err := safetensors.Encode(&meta, map[string]safetensors.Tensor{"x": {Shape: []int{1}, Data: []float32{0}}},
+		map[string]string{"format": capsnet.CheckpointFormat, "config": string(cfgJSON), "epoch": "1", "step": "1", "optimizer": "optimizer-1.safetensors"}); err != nil {
+		t.Fatal(err)
+	}
+	metaCk := write(t, filepath.Join(dir, "meta", "checkpoint.safetensors"), meta.Bytes())
+	// A dump batch declaring a huge x.
+	hugeBatch := write(t, filepath.Join(dir, "batch.safetensors"),
+		safetensorsHeader(`{"x":{"dtype":"F32","shape":[1000000,1,28,28],"data_offsets":[0,3136000000]},"y":{"dtype":"F32","shape":[1000000],"data_offsets":[3136000000,3140000000]}}`, 8))
+
+	// MNIST directories: a gzip bomb (declares and expands to 10^7 images),
+	// and a raw file declaring 2^31 images in a few bytes.
+	bombDir := filepath.Join(dir, "bomb")
+	bomb := gz(idx([]uint32{10000000, 28, 28}, make([]byte, 10000000*784/50))) // 157 MB of zeros, truncated: 150 KB gzipped
+	write(t, filepath.Join(bombDir, "train-images-idx3-ubyte.gz"), bomb)
+	write(t, filepath.Join(bombDir, "train-labels-idx1-ubyte"), idx([]uint32{60000}, make([]byte, 60000)))
+	write(t, filepath.Join(bombDir, "t10k-images-idx3-ubyte"), idx([]uint32{10, 28, 28}, make([]byte, 7840)))
+	write(t, filepath.Join(bombDir, "t10k-labels-idx1-ubyte"), idx([]uint32{10}, make([]byte, 10)))
+	countDir := filepath.Join(dir, "count")
+	write(t, filepath.Join(countDir, "train-images-idx3-ubyte"), idx([]uint32{1 << 31, 28, 28}, make([]byte, 100)))
+	write(t, filepath.Join(countDir, "train-labels-idx1-ubyte"), idx([]uint32{1 << 31}, make([]byte, 100)))
+	write(t, filepath.Join(countDir, "t10k-images-idx3-ubyte"), idx([]uint32{10, 28, 28}, make([]byte, 7840)))
+	write(t, filepath.Join(countDir, "t10k-labels-idx1-ubyte"), idx([]uint32{10}, make([]byte, 10)))
+	cifarDir := filepath.Join(dir, "cifar")
+	for _, f := range []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"} {
+		write(t, filepath.Join(cifarDir, f), make([]byte, 3073*3+5))
+	}
+	// A valid checkpoint, for the cases where something else is hostile.
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	goodCk := filepath.Join(dir, "good", "checkpoint.safetensors")
+	os.MkdirAll(filepath.Dir(goodCk), 0o755)
+	if err := p.SaveCheckpoint(goodCk, map[string]string{"epoch": "1", "step": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	bigPNG := write(t, filepath.Join(dir, "big.png"), pngHeader(30000, 30000))
+
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		name string
+		args []string
+		want string // in the one line of stderr
+	}{
+		{"train config iters", []string{"train", "-model", iters, "-out", out}, "iters"},
+		{"train config decoder", []string{"train", "-model", decoder, "-out", out}, "decoder.json"},
+		{"train config decoder 2^16", []string{"train", "-model", decoder2, "-out", out}, "CAPSTAN_MAX_MEMORY"},
+		{"train config channels", []string{"train", "-model", channels, "-out", out}, "channels.json"},
+		{"train config pad", []string{"train", "-model", pad, "-out", out}, "pad.json"},
+		{"train config capsule dim", []string{"train", "-model", capsOut, "-out", out}, "capsout.json"},
+		{"train -batch 100000", []string{"train", "-batch", "100000", "-out", out}, "-batch"},
+		{"train -batch 2^40", []string{"train", "-batch", "1099511627776", "-out", out}, "-batch"},
+		{"train -threads 10^6", []string{"train", "-threads", "1000000", "-out", out}, "-threads"},
+		{"train -epochs -1", []string{"train", "-epochs", "-1", "-out", out}, "-epochs"},
+		{"train -lr inf", []string{"train", "-lr", "inf", "-out", out}, "-lr"},
+		{"train -resume huge tensor", []string{"train", "-resume", filepath.Dir(hugeTensor)}, "checkpoint.safetensors"},
+		{"train -resume huge config", []string{"train", "-resume", filepath.Dir(metaCk)}, "checkpoint.safetensors"},
+		{"train gzip bomb", []string{"train", "-data", "mnist", "-data-dir", bombDir, "-out", out}, "train-images-idx3-ubyte"},
+		{"train IDX count 2^31", []string{"train", "-data", "mnist", "-data-dir", countDir, "-out", out}, "train-images-idx3-ubyte"},
+		{"train CIFAR size", []string{"train", "-data", "cifar10", "-data-dir", cifarDir, "-out", out}, "data_batch_1.bin"},
+		{"infer huge tensor", []string{"infer", "-checkpoint", hugeTensor}, "checkpoint.safetensors"},
+		{"infer huge config", []string{"infer", "-checkpoint", metaCk}, "checkpoint.safetensors"},
+		{"infer -batch 2^40", []string{"infer", "-checkpoint", goodCk, "-batch", "1099511627776"}, "-batch"},
+		{"infer huge PNG", []string{"infer", "-checkpoint", goodCk, "-image", bigPNG}, "big.png"},
+		{"dump huge tensor", []string{"dump", "-weights", hugeTensor, "-batch", hugeBatch, "-out", filepath.Join(dir, "d.safetensors")}, "checkpoint.safetensors"},
+		{"dump huge batch", []string{"dump", "-weights", goodCk, "-batch", hugeBatch, "-out", filepath.Join(dir, "d.safetensors")}, "batch.safetensors"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			args := append([]string{"-c", `ulimit -v ` + itoa(memLimitKB) + ` && exec "$0" "$@"`, filepath.Join(bin, tc.args[0])}, tc.args[1:]...)
+			cmd := exec.CommandContext(ctx, "sh", args...)
+			cmd.Env = append(os.Environ(), "CAPSTAN_DATA="+emptyData, "HOME="+dir)
+			cmd.Dir = dir
+			var stderr, stdout bytes.Buffer
+			cmd.Stderr, cmd.Stdout = &stderr, &stdout
+			err := cmd.Run()
+			msg := strings.TrimSpace(stderr.String())
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+				t.Fatalf("exit 0; want a refusal. stdout:\n%s", stdout.String())
+			case !errors.As(err, &ee):
+				t.Fatalf("%v", err)
+			case ctx.Err() != nil:
+				t.Fatalf("still running after 2 minutes; stderr:\n%s", msg)
+			}
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				t.Fatalf("killed by %v; stderr:\n%s", ws.Signal(), msg)
+			}
+			for _, bad := range []string{"panic", "fatal error", "goroutine ", "out of memory"} {
+				if strings.Contains(msg, bad) {
+					t.Fatalf("died (%q), exit %d:\n%s", bad, ee.ExitCode(), msg)
+				}
+			}
+			if strings.Count(msg, "\n") != 0 || msg == "" {
+				t.Errorf("stderr is not one line:\n%s", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("stderr %q does not name %q", msg, tc.want)
+			}
+			t.Logf("exit %d: %s", ee.ExitCode(), msg)
+		})
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
