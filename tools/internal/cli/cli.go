@@ -17,6 +17,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/capstan-ml/capstan/capsnet"
 )
 
 // MaxThreads bounds every -threads flag: far above the cores of any
@@ -160,4 +162,19 @@ func Exit(w io.Writer, name string, err error) int {
 		return ie.Code()
 	}
 	return ExitError
+}
+
+// CheckModel checks a -model flag (cfg; nil when not given) against a
+// checkpoint that names its own model in its metadata: they must be the
+// same configuration (as capsnet.Params.Load requires), else the error
+// says which model the file holds. A file without config metadata (a
+// PyTorch state dict) takes any -model.
+func CheckModel(ck *capsnet.Checkpoint, cfg *capsnet.Config) error {
+	if cfg == nil || !ck.HasConfig() || ck.Config.JSON() == cfg.JSON() {
+		return nil
+	}
+	if ck.Config.Name == cfg.Name {
+		return fmt.Errorf("%s holds another configuration of model %s than -model gives; leave -model out to use the checkpoint's", ck.Path, cfg.Name)
+	}
+	return fmt.Errorf("%s holds model %s, not %s (-model); leave -model out to use the checkpoint's", ck.Path, ck.Config.Name, cfg.Name)
 }
