@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
@@ -45,7 +44,7 @@ func TestDumpErrors(t *testing.T) {
 	w := filepath.Join(dir, "tiny-deep-weights.safetensors")
 	exp := filepath.Join(dir, "tiny-deep-expected.safetensors")
 	out := filepath.Join(t.TempDir(), "out.safetensors")
-	ck := tinyCheckpoint(t)
+	ck := clitest.Checkpoint(t, "tiny-deep")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -91,21 +90,6 @@ func TestDumpErrors(t *testing.T) {
 			t.Errorf("dump %v: %s has mode %v, want 0644", args, out, st.Mode().Perm())
 		}
 	}
-}
-
-// tinyCheckpoint writes a checkpoint of tiny-deep (config in its metadata).
-func tinyCheckpoint(t *testing.T) string {
-	t.Helper()
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(1)
-	path := filepath.Join(t.TempDir(), "ck.safetensors")
-	if err := p.SaveCheckpoint(path, nil); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestProcess runs the command as a process (the test binary re-executed):

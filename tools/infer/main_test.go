@@ -15,22 +15,8 @@ import (
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
 )
 
-func tinyCheckpoint(t *testing.T) string {
-	t.Helper()
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(1)
-	path := filepath.Join(t.TempDir(), "ck.safetensors")
-	if err := p.SaveCheckpoint(path, nil); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestInferDataAndImage(t *testing.T) {
-	ck := tinyCheckpoint(t)
+	ck := clitest.Checkpoint(t, "tiny-deep")
 	if err := run([]string{"-checkpoint", ck, "-data", "embedded", "-batch", "64"}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +53,7 @@ func TestPrintPlans(t *testing.T) {
 	if err := run([]string{"-model", "tiny-deep", "-batch", "2", "-plan"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"-checkpoint", tinyCheckpoint(t), "-plan"}); err != nil {
+	if err := run([]string{"-checkpoint", clitest.Checkpoint(t, "tiny-deep"), "-plan"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,7 +64,7 @@ func TestMain(m *testing.M) { clitest.Main(m, "infer", main) }
 // error naming it, and the exit status it maps to: 2 for a mistake on the
 // command line, 1 for a file or model.
 func TestInferErrors(t *testing.T) {
-	ck := tinyCheckpoint(t)
+	ck := clitest.Checkpoint(t, "tiny-deep")
 	bad := filepath.Join(t.TempDir(), "bad.png")
 	os.WriteFile(bad, []byte("not a png"), 0o644)
 	changed := capsnet.Presets()["tiny-deep"]

@@ -1,7 +1,8 @@
 // Package clitest runs a command's main function in a child process (the
 // test binary re-executed) so that a test can check what only a process
 // shows: its exit status, stdout and stderr. A command's tests call Main
-// from TestMain, then Run or Command.
+// from TestMain, then Run or Command. Checkpoint writes a small checkpoint
+// for them.
 package clitest
 
 import (
@@ -10,8 +11,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
 )
 
 // argsEnv carries the child's command-line arguments (a JSON array).
@@ -72,4 +76,21 @@ func Run(t testing.TB, env []string, args ...string) Result {
 		t.Fatal(err)
 	}
 	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
+}
+
+// Checkpoint writes a checkpoint of the preset model (config in its
+// metadata, parameters initialised with seed 1) in a temporary directory
+// and returns its path.
+func Checkpoint(t testing.TB, preset string) string {
+	t.Helper()
+	p, err := capsnet.NewParams(capsnet.Presets()[preset])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	path := filepath.Join(t.TempDir(), preset+".safetensors")
+	if err := p.SaveCheckpoint(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
