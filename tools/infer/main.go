@@ -59,7 +59,9 @@ func run(args []string) error {
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
-	if err := checkFlags(cli.Given(fs), *ck, *dataName, *dataDir, *batch, *threads); err != nil {
+	given := cli.Given(fs)
+	given["image"], given["plan"] = *img != "", *plan // the modes as set, not as flags
+	if err := checkFlags(given, *ck, *dataName, *dataDir, *batch, *threads); err != nil {
 		return err
 	}
 	var cfg *capsnet.Config
