@@ -15,8 +15,11 @@ import (
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
 )
 
+// tinyCheckpoint writes a checkpoint of tiny-deep (config in its metadata).
+func tinyCheckpoint(t *testing.T) string { return clitest.Checkpoint(t, "tiny-deep") }
+
 func TestInferDataAndImage(t *testing.T) {
-	ck := clitest.Checkpoint(t, "tiny-deep")
+	ck := tinyCheckpoint(t)
 	if err := run([]string{"-checkpoint", ck, "-data", "embedded", "-batch", "64"}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func TestPrintPlans(t *testing.T) {
 	if err := run([]string{"-model", "tiny-deep", "-batch", "2", "-plan"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"-checkpoint", clitest.Checkpoint(t, "tiny-deep"), "-plan"}); err != nil {
+	if err := run([]string{"-checkpoint", tinyCheckpoint(t), "-plan"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -64,7 +67,7 @@ func TestMain(m *testing.M) { clitest.Main(m, "infer", main) }
 // error naming it, and the exit status it maps to: 2 for a mistake on the
 // command line, 1 for a file or model.
 func TestInferErrors(t *testing.T) {
-	ck := clitest.Checkpoint(t, "tiny-deep")
+	ck := tinyCheckpoint(t)
 	bad := filepath.Join(t.TempDir(), "bad.png")
 	os.WriteFile(bad, []byte("not a png"), 0o644)
 	changed := capsnet.Presets()["tiny-deep"]
