@@ -164,16 +164,3 @@ func TestExtractMNISTTarball(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
-
-func TestRunArgs(t *testing.T) {
-	if err := run(t.TempDir(), "", "", []string{"cifar"}); err == nil || !strings.Contains(err.Error(), `unknown dataset "cifar"`) {
-		t.Errorf("unknown dataset: %v", err)
-	}
-	if err := run(t.TempDir(), "", "", []string{"mnist", "fashion"}); err == nil {
-		t.Error("two datasets: no error")
-	}
-	// Fashion from a directory without the files
-	if err := run(t.TempDir(), "", t.TempDir(), []string{"fashion"}); err == nil || !strings.Contains(err.Error(), "lacks the four gzipped IDX files") {
-		t.Errorf("empty fashion source: %v", err)
-	}
-}

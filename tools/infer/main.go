@@ -6,10 +6,11 @@
 //	go run ./tools/infer -checkpoint CK -data affnist                                # AffNIST generated from MNIST test digits
 //	go run ./tools/infer -checkpoint CK -image digit.png                             # one image (PNG, grey or colour)
 //	go run ./tools/infer -model sabour-small -batch 100 -plan                        # memory plans, no checkpoint needed
+//
+// A bad flag, flag value or argument exits 2, any other error 1 (see -h).
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -17,41 +18,51 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/eval"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "infer:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit(os.Stderr, "infer", run(os.Args[1:])))
 }
+
+const (
+	summary = "infer: evaluates a checkpoint on a data set or classifies one image; usage: infer [flags]"
+	notes   = `Exit status: 0 done, 1 error (a file, model or data set), 2 bad flag, flag
+value or argument.
+`
+)
+
+// evalData lists the -data names: the training data sets and AffNIST
+// generated from the MNIST or the embedded test digits.
+var evalData = append(slices.Clone(data.DataSets), "affnist", "affnist-embedded")
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
-	ck := fs.String("checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata)")
-	model := fs.String("model", "", "model preset or JSON config, only for a state dict without config metadata")
+	cli.SetUsage(fs, summary, notes)
+	ck := fs.String("checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata, or a PyTorch state dict with -model)")
+	model := fs.String("model", "", "model preset or JSON config: for a state dict without config metadata (a checkpoint that has one must hold this model), or for -plan without a checkpoint")
 	dataName := fs.String("data", "embedded", "data set to evaluate: embedded, mnist, fashion, cifar10, or affnist / affnist-embedded (AffNIST generated from the MNIST / embedded test digits)")
-	dataDir := fs.String("data-dir", "", "directory holding the data set")
+	dataDir := fs.String("data-dir", "", "directory holding the data set (mnist, fashion, cifar10, affnist)")
 	img := fs.String("image", "", "classify this PNG image instead of evaluating a data set")
-	batch := fs.Int("batch", 100, "batch size")
-	threads := fs.Int("threads", runtime.NumCPU(), "replicas (one per core)")
-	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations")
+	batch := fs.Int("batch", 100, fmt.Sprintf("batch size, 1 to %d", capsnet.MaxBatch))
+	threads := fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("replicas, 1 to %d (one per core)", cli.MaxThreads))
+	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations (affnist, affnist-embedded)")
 	plan := fs.Bool("plan", false, "print the memory plans of one replica's inference and training graphs at -batch (of -model, or the checkpoint's) and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
-	if *batch <= 0 || *threads <= 0 {
-		return fmt.Errorf("-batch and -threads must be positive")
+	given := cli.Given(fs)
+	given["image"], given["plan"] = *img != "", *plan // the modes as set, not as flags
+	if err := checkFlags(given, *ck, *dataName, *dataDir, *batch, *threads); err != nil {
+		return err
 	}
 	var cfg *capsnet.Config
 	if *model != "" {
@@ -67,6 +78,9 @@ func run(args []string) error {
 	ckpt, err := capsnet.ReadCheckpoint(*ck)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
+	}
+	if err := cli.CheckModel(ckpt, cfg); err != nil {
+		return err
 	}
 	p, err := ckpt.Params(cfg)
 	if err != nil {
@@ -119,6 +133,44 @@ func run(args []string) error {
 			fmt.Printf("%6d", v)
 		}
 		fmt.Println()
+	}
+	return nil
+}
+
+// checkFlags checks the flag values that need no file, and that no flag
+// is given that the chosen mode (-image, -plan or a data set) would ignore:
+// each error is a cli.UsageError naming the flag.
+func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, threads int) error {
+	if err := cli.Int("batch", batch, 1, capsnet.MaxBatch); err != nil {
+		return err
+	}
+	if err := cli.Int("threads", threads, 1, cli.MaxThreads); err != nil {
+		return err
+	}
+	if !slices.Contains(evalData, dataName) {
+		return cli.Usagef("-data %q: want one of %s", dataName, strings.Join(evalData, ", "))
+	}
+	if ck == "" {
+		return cli.Usagef("-checkpoint: a file is required")
+	}
+	mode, ignored := "", []string(nil)
+	switch {
+	case given["image"]:
+		mode, ignored = "-image classifies one image", []string{"data", "data-dir", "seed", "batch", "threads", "plan"}
+	case given["plan"]:
+		mode, ignored = "-plan prints memory plans without evaluating", []string{"data", "data-dir", "seed", "threads"}
+		if given["model"] && given["checkpoint"] {
+			return cli.Usagef("-plan takes the model of -model or of -checkpoint, not both")
+		}
+	case given["data-dir"] && strings.HasSuffix(dataName, "embedded"):
+		return cli.Usagef("-data-dir: -data %s is in the binary, not in a directory", dataName)
+	case given["seed"] && !strings.HasPrefix(dataName, "affnist"):
+		return cli.Usagef("-seed: only for the generated AffNIST data (-data affnist or affnist-embedded)")
+	}
+	for _, f := range ignored {
+		if given[f] {
+			return cli.Usagef("-%s does not apply: %s", f, mode)
+		}
 	}
 	return nil
 }

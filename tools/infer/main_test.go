@@ -4,27 +4,19 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/tools/internal/clitest"
 )
 
-func tinyCheckpoint(t *testing.T) string {
-	t.Helper()
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(1)
-	path := filepath.Join(t.TempDir(), "ck.safetensors")
-	if err := p.SaveCheckpoint(path, nil); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// tinyCheckpoint writes a checkpoint of tiny-deep (config in its metadata).
+func tinyCheckpoint(t *testing.T) string { return clitest.Checkpoint(t, "tiny-deep") }
 
 func TestInferDataAndImage(t *testing.T) {
 	ck := tinyCheckpoint(t)
@@ -69,21 +61,101 @@ func TestPrintPlans(t *testing.T) {
 	}
 }
 
+func TestMain(m *testing.M) { clitest.Main(m, "infer", main) }
+
+// TestInferErrors checks that each bad flag, file or combination gives an
+// error naming it, and the exit status it maps to: 2 for a mistake on the
+// command line, 1 for a file or model.
 func TestInferErrors(t *testing.T) {
 	ck := tinyCheckpoint(t)
 	bad := filepath.Join(t.TempDir(), "bad.png")
 	os.WriteFile(bad, []byte("not a png"), 0o644)
+	changed := capsnet.Presets()["tiny-deep"]
+	changed.Loss.Recon = "mean"
+	cf := filepath.Join(t.TempDir(), "tiny-deep.json")
+	if err := os.WriteFile(cf, []byte(changed.JSON()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDict := filepath.Join("..", "..", "testdata", "oracle", "tiny-deep-weights.safetensors") // no config metadata
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"-checkpoint", "/nonexistent.safetensors"}, "-checkpoint"},
-		{[]string{"-checkpoint", ck, "-data", "imagenet"}, "-data"},
-		{[]string{"-checkpoint", ck, "-image", bad}, "bad.png"},
-		{[]string{"-checkpoint", ck, "-batch", "0"}, "-batch"},
+		{[]string{"-checkpoint", "/nonexistent.safetensors"}, "-checkpoint", 1},
+		{[]string{"-checkpoint", ck, "-data", "imagenet"}, "-data", 2},
+		{[]string{"-checkpoint", ck, "-image", bad}, "bad.png", 1},
+		{[]string{"-checkpoint", ck, "-batch", "0"}, "-batch", 2},
+		{[]string{"-checkpoint", ck, "-batch", "-1"}, "-batch", 2},
+		{[]string{"-checkpoint", ck, "-batch", "2000000"}, "-batch", 2},
+		{[]string{"-checkpoint", ck, "-threads", "0"}, "-threads", 2},
+		{[]string{"-checkpoint", ck, "-threads", "100000"}, "-threads", 2},
+		{[]string{"-checkpoint", ck, "-batch", "1e3"}, "-batch", 2},
+		{[]string{"-checkpoint", ""}, "-checkpoint", 2},
+		{[]string{"-checkpoint", ck, "extra"}, "extra", 2},
+		{[]string{"-checkpoint", ck, "-nonsense"}, "-nonsense", 2},
+		{[]string{"-checkpoint", ck, "-image", bad, "-data", "mnist"}, "-data does not apply", 2},
+		{[]string{"-checkpoint", ck, "-image", bad, "-batch", "10"}, "-batch does not apply", 2},
+		{[]string{"-checkpoint", ck, "-plan", "-data", "mnist"}, "-data does not apply", 2},
+		{[]string{"-checkpoint", ck, "-plan", "-model", "tiny-deep"}, "not both", 2},
+		{[]string{"-checkpoint", ck, "-seed", "3"}, "-seed", 2},
+		{[]string{"-checkpoint", ck, "-data-dir", "/tmp"}, "-data-dir", 2},
+		// -model against a checkpoint that names its own model
+		{[]string{"-checkpoint", ck, "-model", "tiny-sabour"}, ck + " holds model tiny-deep, not tiny-sabour (-model); leave -model out to use the checkpoint's", 1},
+		{[]string{"-checkpoint", ck, "-model", cf}, "another configuration of model tiny-deep", 1},
+		{[]string{"-checkpoint", stateDict}, "no model config", 1},
+		{[]string{"-checkpoint", stateDict, "-model", "tiny-sabour"}, "missing", 1},
+		{[]string{"-model", "nope", "-plan"}, "-model", 1},
 	} {
-		if err := run(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+		err := run(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("infer %v: error %v, want one mentioning %q", tc.args, err, tc.want)
+		}
+		if code := cli.Exit(io.Discard, "infer", err); code != tc.code {
+			t.Errorf("infer %v: exit status %d, want %d", tc.args, code, tc.code)
+		}
+	}
+	// The same model as the checkpoint's, given with -model, is accepted,
+	// as is -model for a state dict without config metadata.
+	if err := run([]string{"-checkpoint", ck, "-model", "tiny-deep", "-batch", "500"}); err != nil {
+		t.Errorf("-model naming the checkpoint's own model: %v", err)
+	}
+	if err := run([]string{"-checkpoint", stateDict, "-model", "tiny-deep", "-batch", "500"}); err != nil {
+		t.Errorf("-model for a state dict: %v", err)
+	}
+}
+
+// TestProcess runs the command as a process (the test binary re-executed):
+// -h prints the one-line summary and the flags on stdout and exits 0; a bad
+// flag, value or argument prints its error once, on one line of stderr,
+// and exits 2; a bad file exits 1.
+func TestProcess(t *testing.T) {
+	for _, h := range []string{"-h", "-help"} {
+		r := clitest.Run(t, nil, h)
+		if first, _, _ := strings.Cut(r.Stdout, "\n"); r.Code != 0 || r.Stderr != "" || first != summary {
+			t.Errorf("infer %s: exit status %d, stderr %q, first line %q; want 0, nothing, %q", h, r.Code, r.Stderr, first, summary)
+		}
+		if !strings.Contains(r.Stdout, "\n  -checkpoint string\n") {
+			t.Errorf("infer %s: no flags in the usage:\n%s", h, r.Stdout)
+		}
+	}
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"-bogus"}, 2, "infer: flag provided but not defined: -bogus (see -h)\n"},
+		{[]string{"-batch", "0"}, 2, "infer: -batch 0: want 1 to 1048576\n"},
+		{[]string{"-threads", "two"}, 2, "infer: invalid value \"two\" for flag -threads: parse error (see -h)\n"},
+		{[]string{"x.safetensors"}, 2, "infer: unexpected argument \"x.safetensors\" (flags only; see -h)\n"},
+		{[]string{"-checkpoint", filepath.Join(t.TempDir(), "none")}, 1, ""},
+	} {
+		r := clitest.Run(t, nil, tc.args...)
+		if r.Code != tc.code || (tc.stderr != "" && r.Stderr != tc.stderr) {
+			t.Errorf("infer %v: exit status %d, stderr %q; want %d, %q", tc.args, r.Code, r.Stderr, tc.code, tc.stderr)
+		}
+		if strings.Count(r.Stderr, "\n") != 1 || !strings.HasPrefix(r.Stderr, "infer: ") || r.Stdout != "" {
+			t.Errorf("infer %v: stderr %q, stdout %q; want one line on stderr starting \"infer: \", nothing on stdout", tc.args, r.Stderr, r.Stdout)
 		}
 	}
 }

@@ -7,79 +7,77 @@
 //	go run ./tools/train -model sabour -data mnist       # full MNIST (./build.sh data first)
 //	go run ./tools/train -model deep -data mnist -target 0.992 -epochs 100
 //	go run ./tools/train -resume runs/default            # continue a run
+//
+// Ctrl-C or SIGTERM saves a checkpoint, then the command exits 130 (SIGINT)
+// or 143 (SIGTERM); a bad flag, flag value or argument exits 2, any other
+// error 1 (see -h).
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "train:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit(os.Stderr, "train", run(os.Args[1:])))
 }
+
+const (
+	summary = "train: trains a CapsNet on a data set, writing a checkpoint every epoch; usage: train [flags]"
+	notes   = `Ctrl-C or SIGTERM finishes the current step, saves a checkpoint (resume it
+with -resume) and exits. Exit status: 0 done (or nothing left to train),
+1 error (a file, model or data set), 2 bad flag, flag value or argument,
+130 stopped by Ctrl-C (SIGINT) after saving, 143 stopped by SIGTERM after saving.
+`
+	maxEpochs = 1_000_000 // bounds -epochs: a typo, not a run
+)
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	model := fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file")
+	cli.SetUsage(fs, summary, notes)
+	model := fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file; with -resume the checkpoint's unless given")
 	dataName := fs.String("data", "embedded", "data set: "+strings.Join(data.DataSets, ", "))
-	dataDir := fs.String("data-dir", "", "directory holding the data set (default: the cache, see ./build.sh data)")
-	epochs := fs.Int("epochs", 0, "epochs (default: 5 for the embedded data, 30 otherwise)")
-	batch := fs.Int("batch", 0, "batch size (default: 64 for the embedded data, the paper's 512 otherwise)")
-	threads := fs.Int("threads", runtime.NumCPU(), "data-parallel replicas (one per core)")
-	lr := fs.Float64("lr", 1e-3, "initial learning rate (decays ×0.97 per epoch)")
-	decay := fs.Float64("decay", 0.97, "learning-rate decay per epoch")
-	wd := fs.Float64("weight-decay", 1e-6, "Adam weight decay")
-	target := fs.Float64("target", 0, "stop when validation accuracy reaches this (e.g. 0.992; 0 = never)")
-	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis when the model takes the data's own size (Sabour's augmentation; 0 = none)")
+	dataDir := fs.String("data-dir", "", "directory holding the data set, not for embedded (default: the cache, see ./build.sh data)")
+	epochs := fs.Int("epochs", 0, fmt.Sprintf("epochs, 1 to %d (default: 5 for the embedded data, 30 otherwise)", maxEpochs))
+	batch := fs.Int("batch", 0, fmt.Sprintf("batch size, 1 to %d (default: 64 for the embedded data, the paper's 512 otherwise)", capsnet.MaxBatch))
+	threads := fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("data-parallel replicas, 1 to %d (one per core)", cli.MaxThreads))
+	lr := fs.Float64("lr", 1e-3, "initial learning rate, in (0, 1]")
+	decay := fs.Float64("decay", 0.97, "learning-rate decay per epoch (the rate is multiplied by it after every epoch), in (0, 1]")
+	wd := fs.Float64("weight-decay", 1e-6, "Adam weight decay, in [0, 1]")
+	target := fs.Float64("target", 0, "stop when validation accuracy reaches this, in [0, 1] (e.g. 0.992; 0 = never)")
+	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)")
 	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
-	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson (with -resume: the resumed run's directory)")
+	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson; with -resume the resumed run's directory unless given")
 	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
 	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
 	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags only; see -h)", fs.Arg(0))
+	given := cli.Given(fs)
+	if err := checkFlags(given, *dataName, *dataDir, *out, *epochs, *batch, *threads, *shift, *lr, *decay, *wd, *target); err != nil {
+		return err
 	}
 	if *impl != "" {
 		if err := kernels.Use(*impl); err != nil {
-			return fmt.Errorf("-kernels: %w", err)
+			return cli.UsageError{Err: fmt.Errorf("-kernels: %w", err)}
 		}
 	}
-	modelSet, outSet := false, false
-	var badSet error
-	fs.Visit(func(f *flag.Flag) {
-		modelSet = modelSet || f.Name == "model"
-		outSet = outSet || f.Name == "out"
-		// 0 means "the default" only when the flag is not given: an
-		// explicit -epochs 0 or -batch 0 is a mistake, not a default.
-		if (f.Name == "epochs" || f.Name == "batch") && f.Value.String() == "0" && badSet == nil {
-			badSet = fmt.Errorf("-%s 0: must be positive (leave the flag out for the default)", f.Name)
-		}
-	})
-	if badSet != nil {
-		return badSet
-	}
-	if *resume != "" && !outSet {
+	if *resume != "" && !given["out"] {
 		// A resumed run goes on in its own directory, not in the default
 		// -out (which would leave it behind and overwrite another run).
 		*out = train.ResumeDir(*resume)
@@ -92,7 +90,7 @@ func run(args []string) error {
 			return fmt.Errorf("-resume: %w", err)
 		}
 	}
-	if ck != nil && !modelSet { // continue with the checkpoint's own model
+	if ck != nil && !given["model"] { // continue with the checkpoint's own model
 		if !ck.HasConfig() {
 			return fmt.Errorf("-resume: %s has no model config in its metadata: name the model with -model", ck.Path)
 		}
@@ -110,9 +108,13 @@ func run(args []string) error {
 		// The paper's recipe: digits at a random position on an empty canvas
 		// for training, centred for validation.
 		o.TrainPlacement, o.ValPlacement, o.Canvas = data.PlacementRandom, data.PlacementCenter, cfg.Input[1]
+		if *shift != 0 && given["shift"] {
+			return cli.Usagef("-shift %d: model %s takes %d×%d images, %s has %d×%d: its digits are placed at random on the canvas, not shifted (leave -shift out)",
+				*shift, cfg.Name, cfg.Input[1], cfg.Input[2], trainSet.Name, trainSet.H, trainSet.W)
+		}
 	} else if *shift != 0 {
-		if *shift < 0 || *shift >= trainSet.H {
-			return fmt.Errorf("-shift %d: want 0 to %d pixels", *shift, trainSet.H-1)
+		if *shift >= min(trainSet.H, trainSet.W) {
+			return cli.Usagef("-shift %d: want 0 to %d pixels for %d×%d images", *shift, min(trainSet.H, trainSet.W)-1, trainSet.H, trainSet.W)
 		}
 		o.TrainPlacement, o.MaxShift = data.PlacementShift, *shift
 	}
@@ -120,10 +122,10 @@ func run(args []string) error {
 	if *dataName == "embedded" {
 		o.Epochs, o.Batch = 5, 64
 	}
-	if *epochs != 0 {
+	if given["epochs"] {
 		o.Epochs = *epochs
 	}
-	if *batch != 0 {
+	if given["batch"] {
 		o.Batch = *batch
 	}
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
@@ -131,9 +133,10 @@ func run(args []string) error {
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 
-	// SIGTERM (what a cluster scheduler sends before killing a job) saves
-	// and stops like Ctrl-C.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, and SIGTERM (what a cluster scheduler sends before killing a
+	// job), stop training after the current step and a checkpoint; the
+	// process then exits 128 + the signal's number.
+	ctx, sig, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images), %d epochs, batch %d, placement %s, kernels %s\n",
 		cfg.Name, trainSet.Name, trainSet.N, testSet.N, o.Epochs, o.Batch, placementHint(o), kernels.Impl())
@@ -142,7 +145,7 @@ func run(args []string) error {
 		return err
 	}
 	if res.Interrupted {
-		return nil
+		return cli.Interrupted{Signal: sig()}
 	}
 	if len(res.Epochs) == 0 { // a resumed run that had already trained every epoch asked for
 		fmt.Printf("nothing to train: %s already holds epoch %s of %d; ask for more with a larger -epochs\n", res.Checkpoint, ck.Meta["epoch"], o.Epochs)
@@ -152,6 +155,71 @@ func run(args []string) error {
 	fmt.Printf("done: validation accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
 	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *dataName)
 	return nil
+}
+
+// checkFlags checks the values of the flags that need no file: each error
+// is a cli.UsageError naming the flag.
+func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, batch, threads, shift int, lr, decay, wd, target float64) error {
+	for _, f := range []struct {
+		name     string
+		v, limit int
+	}{{"epochs", epochs, maxEpochs}, {"batch", batch, capsnet.MaxBatch}} {
+		// 0 means "the default" only when the flag is not given: an
+		// explicit -epochs 0 or -batch 0 is a mistake, not a default.
+		if given[f.name] && f.v == 0 {
+			return cli.Usagef("-%s 0: must be positive (leave the flag out for the default)", f.name)
+		}
+		if err := cli.Int(f.name, f.v, 0, f.limit); err != nil {
+			return err
+		}
+	}
+	if err := cli.Int("threads", threads, 1, cli.MaxThreads); err != nil {
+		return err
+	}
+	if shift < 0 {
+		return cli.Usagef("-shift %d: must be 0 (none) or a positive number of pixels", shift)
+	}
+	for _, f := range []struct {
+		name   string
+		v, lo  float64
+		loOpen bool
+	}{{"lr", lr, 0, true}, {"decay", decay, 0, true}, {"weight-decay", wd, 0, false}, {"target", target, 0, false}} {
+		if err := cli.Float(f.name, f.v, f.lo, 1, f.loOpen); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(data.DataSets, dataName) {
+		return cli.Usagef("-data %q: want one of %s", dataName, strings.Join(data.DataSets, ", "))
+	}
+	if dataName == "embedded" && dataDir != "" {
+		return cli.Usagef("-data-dir: the embedded data set is in the binary, not in a directory")
+	}
+	if out == "" {
+		return cli.Usagef("-out: an output directory is required")
+	}
+	return nil
+}
+
+// notifyContext is signal.NotifyContext that also tells which signal
+// cancelled the context (nil before one arrived): the exit status says it.
+func notifyContext(signals ...os.Signal) (ctx context.Context, sig func() os.Signal, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, signals...)
+	var got atomic.Value
+	go func() {
+		select {
+		case s := <-ch:
+			got.Store(s)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	sig = func() os.Signal {
+		s, _ := got.Load().(os.Signal)
+		return s
+	}
+	return ctx, sig, func() { signal.Stop(ch); cancel() }
 }
 
 // placementHint describes how training images are placed.

@@ -13,44 +13,119 @@ import (
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/tools/internal/clitest"
 )
 
+func TestMain(m *testing.M) { clitest.Main(m, "train", main) }
+
 // TestBadFlags checks that every bad flag gives an error naming it, before
-// any training starts.
+// any training starts, and the exit status it maps to: 2 for a mistake on
+// the command line (as Go's flag package), 1 for a file or model.
 func TestBadFlags(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	t.Setenv("CAPSTAN_DATA", t.TempDir()) // an empty cache: no full MNIST to find
 	for _, tc := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"-model", "no-such-model"}, "-model"},
-		{[]string{"-data", "imagenet"}, "-data"},
-		{[]string{"-batch", "-3"}, "-batch"},
-		{[]string{"-lr", "0"}, "-lr"},
-		{[]string{"-shift", "-1"}, "-shift"},
-		{[]string{"-shift", "28"}, "-shift"},
-		{[]string{"-epochs", "-1"}, "-epochs"},
-		{[]string{"-target", "1.5"}, "-target"},
-		{[]string{"-target", "nan"}, "-target"},
-		{[]string{"-weight-decay", "nan"}, "-weight-decay"},
-		{[]string{"-weight-decay", "-1"}, "-weight-decay"},
-		{[]string{"-decay", "nan"}, "-decay"},
-		{[]string{"-epochs", "0"}, "-epochs 0"},
-		{[]string{"-batch", "0"}, "-batch 0"},
-		{[]string{"-kernels", "sse9"}, "-kernels"},
-		{[]string{"-threads", "0"}, "-threads"},
-		{[]string{"stray"}, "stray"},
-		{[]string{"-nonsense"}, "nonsense"},
-		{[]string{"-model", "deep", "-data", "mnist", "-data-dir", "/nonexistent"}, "./build.sh data"},
+		{[]string{"-model", "no-such-model"}, "-model", 1},
+		{[]string{"-data", "imagenet"}, "-data", 2},
+		{[]string{"-data-dir", "/tmp"}, "-data-dir", 2}, // embedded data: no directory
+		{[]string{"-batch", "-3"}, "-batch", 2},
+		{[]string{"-batch", "2000000"}, "-batch", 2},
+		{[]string{"-lr", "0"}, "-lr", 2},
+		{[]string{"-lr", "nan"}, "-lr NaN", 2},
+		{[]string{"-lr", "inf"}, "-lr +Inf", 2},
+		{[]string{"-lr", "-1e-3"}, "-lr", 2},
+		{[]string{"-lr", "2"}, "-lr", 2},
+		{[]string{"-shift", "-1"}, "-shift", 2},
+		{[]string{"-shift", "28"}, "-shift", 2},
+		{[]string{"-model", "deep", "-shift", "3"}, "-shift", 2}, // 40×40 on 28×28: random placement, no shift
+		{[]string{"-epochs", "-1"}, "-epochs", 2},
+		{[]string{"-epochs", "1000001"}, "-epochs", 2},
+		{[]string{"-target", "1.5"}, "-target", 2},
+		{[]string{"-target", "nan"}, "-target", 2},
+		{[]string{"-target", "-inf"}, "-target", 2},
+		{[]string{"-weight-decay", "nan"}, "-weight-decay", 2},
+		{[]string{"-weight-decay", "-1"}, "-weight-decay", 2},
+		{[]string{"-weight-decay", "+Inf"}, "-weight-decay", 2},
+		{[]string{"-decay", "nan"}, "-decay", 2},
+		{[]string{"-decay", "0"}, "-decay", 2},
+		{[]string{"-decay", "1.01"}, "-decay", 2},
+		{[]string{"-epochs", "0"}, "-epochs 0", 2},
+		{[]string{"-batch", "0"}, "-batch 0", 2},
+		{[]string{"-kernels", "sse9"}, "-kernels", 2},
+		{[]string{"-threads", "0"}, "-threads", 2},
+		{[]string{"-threads", "5000"}, "-threads", 2},
+		{[]string{"-threads", "x"}, "-threads", 2},
+		{[]string{"-seed", "-1"}, "-seed", 2},
+		{[]string{"-out", ""}, "-out", 2},
+		{[]string{"stray"}, "stray", 2},
+		{[]string{"-nonsense"}, "nonsense", 2},
+		{[]string{"-model", "deep", "-data", "mnist", "-data-dir", "/nonexistent"}, "./build.sh data", 1},
 	} {
-		err := run(append(tc.args, "-out", out))
+		args := append([]string{"-out", out}, tc.args...) // tc's -out last, to override
+		err := run(args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("train %v: error %v, want one mentioning %q", tc.args, err, tc.want)
+		}
+		var stderr strings.Builder
+		if code := cli.Exit(&stderr, "train", err); code != tc.code {
+			t.Errorf("train %v: exit status %d, want %d", tc.args, code, tc.code)
+		}
+		if strings.Count(stderr.String(), "\n") != 1 || !strings.HasPrefix(stderr.String(), "train: ") {
+			t.Errorf("train %v: stderr %q, want one line starting \"train: \"", tc.args, stderr.String())
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err == nil {
 		t.Error("a checkpoint was written by a run that should not have started")
+	}
+}
+
+// TestProcess runs the command as a process (the test binary re-executed)
+// and checks its exit status and outputs: -h prints the one-line summary
+// and the flags on stdout and exits 0; a bad flag prints its error once,
+// on one line of stderr, with nothing on stdout, and exits 2; a bad file
+// exits 1.
+func TestProcess(t *testing.T) {
+	for _, h := range []string{"-h", "-help", "--help"} {
+		r := clitest.Run(t, nil, h)
+		if r.Code != 0 || r.Stderr != "" {
+			t.Errorf("train %s: exit status %d, stderr %q; want 0 and nothing", h, r.Code, r.Stderr)
+		}
+		if first, _, _ := strings.Cut(r.Stdout, "\n"); first != summary {
+			t.Errorf("train %s: first line %q, want %q", h, first, summary)
+		}
+		for _, want := range []string{"\n  -lr float\n", "\n  -resume string\n", "143"} {
+			if !strings.Contains(r.Stdout, want) {
+				t.Errorf("train %s: usage lacks %q:\n%s", h, want, r.Stdout)
+			}
+		}
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"-nonsense"}, 2, "train: flag provided but not defined: -nonsense (see -h)\n"},
+		{[]string{"-batch", "many"}, 2, "train: invalid value \"many\" for flag -batch: parse error (see -h)\n"},
+		{[]string{"-lr", "NaN"}, 2, "train: -lr NaN: want a number in (0, 1]\n"},
+		{[]string{"-out", dir, "extra"}, 2, "train: unexpected argument \"extra\" (flags only; see -h)\n"},
+		{[]string{"-out", dir, "-resume", filepath.Join(dir, "none")}, 1, ""},
+	} {
+		r := clitest.Run(t, nil, tc.args...)
+		if r.Code != tc.code {
+			t.Errorf("train %v: exit status %d, want %d (stderr %q)", tc.args, r.Code, tc.code, r.Stderr)
+		}
+		if tc.stderr != "" && r.Stderr != tc.stderr {
+			t.Errorf("train %v: stderr %q, want %q", tc.args, r.Stderr, tc.stderr)
+		}
+		if strings.Count(r.Stderr, "\n") != 1 || !strings.HasPrefix(r.Stderr, "train: ") || r.Stdout != "" {
+			t.Errorf("train %v: stderr %q and stdout %q, want one line on stderr starting \"train: \" and nothing on stdout", tc.args, r.Stderr, r.Stdout)
+		}
 	}
 }
 
@@ -112,55 +187,61 @@ func TestTinyRun(t *testing.T) {
 
 // TestSIGTERMSaves runs the trainer in a child process (this test binary,
 // re-executed), sends it SIGTERM (what Slurm and Kubernetes send before
-// killing a job) once it has finished an epoch, and checks that it saves a checkpoint
-// and exits 0, like Ctrl-C.
+// killing a job) or SIGINT (Ctrl-C) once it has finished an epoch, and
+// checks that it saves a checkpoint, then exits 128 + the signal's number
+// (143, 130) with one line on stderr.
 func TestSIGTERMSaves(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGTERM on windows")
 	}
-	if dir := os.Getenv("CAPSTAN_TEST_TRAIN_CHILD"); dir != "" {
-		if err := run([]string{"-model", "tiny-deep", "-epochs", "50", "-batch", "32", "-threads", "1", "-out", dir, "-plain"}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	out := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestSIGTERMSaves$")
-	cmd.Env = append(os.Environ(), "CAPSTAN_TEST_TRAIN_CHILD="+out)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		if errors.Is(err, syscall.ENOEXEC) {
-			t.Skipf("cannot re-execute the test binary here (qemu-user without binfmt): %v", err)
-		}
-		t.Fatal(err)
-	}
-	// Wait until training has started (the first progress line), then TERM.
-	sc := bufio.NewScanner(stdout)
-	var log strings.Builder
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "epoch 1/") {
-			break
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("trainer after SIGTERM: %v; output:\n%s", err, log.String())
-	}
-	if !strings.Contains(log.String(), "interrupted ") {
-		t.Errorf("no interruption message; output:\n%s", log.String())
-	}
-	if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err != nil {
-		t.Errorf("no checkpoint after SIGTERM: %v", err)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			cmd := clitest.Command(t, nil, "-model", "tiny-deep", "-epochs", "50", "-batch", "32", "-threads", "1", "-out", out, "-plain")
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				if errors.Is(err, syscall.ENOEXEC) {
+					t.Skipf("cannot re-execute the test binary here (qemu-user without binfmt): %v", err)
+				}
+				t.Fatal(err)
+			}
+			// Wait until training has started (the first progress line), then signal.
+			sc := bufio.NewScanner(stdout)
+			var log strings.Builder
+			for sc.Scan() {
+				log.WriteString(sc.Text() + "\n")
+				if strings.HasPrefix(sc.Text(), "epoch 1/") {
+					break
+				}
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() {
+				log.WriteString(sc.Text() + "\n")
+			}
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != tc.code {
+				t.Fatalf("trainer after %v: %v, want exit status %d; stdout:\n%s\nstderr:\n%s", tc.sig, err, tc.code, log.String(), stderr.String())
+			}
+			if !strings.Contains(log.String(), "interrupted ") {
+				t.Errorf("no interruption message; output:\n%s", log.String())
+			}
+			if want := fmt.Sprintf("(exit status %d) after saving\n", tc.code); !strings.HasPrefix(stderr.String(), "train: stopped by ") || !strings.HasSuffix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("stderr %q, want one line \"train: stopped by … %s\"", stderr.String(), want)
+			}
+			if _, err := os.Stat(filepath.Join(out, "checkpoint.safetensors")); err != nil {
+				t.Errorf("no checkpoint after %v: %v", tc.sig, err)
+			}
+		})
 	}
 }

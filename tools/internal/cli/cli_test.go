@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestExit(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+		out  string
+	}{
+		{nil, 0, ""},
+		{flag.ErrHelp, 0, ""},
+		{errors.New("bad file"), 1, "tool: bad file\n"},
+		{Usagef("-x %d: no", 3), 2, "tool: -x 3: no\n"},
+		{fmt.Errorf("wrapped: %w", Usagef("-y")), 2, "tool: wrapped: -y\n"},
+		{Interrupted{os.Interrupt}, 130, "tool: stopped by SIGINT (Ctrl-C) (exit status 130) after saving\n"},
+		{Interrupted{syscall.SIGTERM}, 143, "tool: stopped by SIGTERM (exit status 143) after saving\n"},
+		{errors.Join(errors.New("a"), errors.New("b")), 1, "tool: a; b\n"},
+	} {
+		var sb strings.Builder
+		if code := Exit(&sb, "tool", tc.err); code != tc.code || sb.String() != tc.out {
+			t.Errorf("Exit(%v): %d, %q; want %d, %q", tc.err, code, sb.String(), tc.code, tc.out)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	newFS := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+		fs.Int("n", 1, "a number")
+		SetUsage(fs, "tool: does things; usage: tool [flags]", "Notes.\n")
+		return fs
+	}
+	var out strings.Builder
+	if err := Parse(newFS(), []string{"-h"}, 0, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+	if want := "tool: does things; usage: tool [flags]\n\nNotes.\n\nFlags:\n  -n int\n    \ta number (default 1)\n"; out.String() != want {
+		t.Errorf("-h prints %q, want %q", out.String(), want)
+	}
+	for _, tc := range []struct {
+		args    []string
+		maxArgs int
+		want    string // "" for no error
+	}{
+		{[]string{"-n", "2"}, 0, ""},
+		{[]string{"-n", "x"}, 0, `invalid value "x" for flag -n`},
+		{[]string{"-m"}, 0, "flag provided but not defined: -m"},
+		{[]string{"a"}, 0, `unexpected argument "a" (flags only`},
+		{[]string{"a"}, 1, ""},
+		{[]string{"a", "b"}, 1, `unexpected argument "b" (at most 1`},
+	} {
+		out.Reset()
+		err := Parse(newFS(), tc.args, tc.maxArgs, &out)
+		if out.Len() != 0 {
+			t.Errorf("%v: printed %q", tc.args, out.String())
+		}
+		var ue UsageError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want a UsageError mentioning %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestRanges(t *testing.T) {
+	for _, tc := range []struct {
+		v      float64
+		loOpen bool
+		ok     bool
+	}{
+		{0, false, true}, {0, true, false}, {1, true, true}, {0.5, true, true}, {1.0000001, false, false},
+		{-1e-300, false, false}, {math.NaN(), false, false}, {math.Inf(1), false, false}, {math.Inf(-1), false, false},
+	} {
+		err := Float("f", tc.v, 0, 1, tc.loOpen)
+		if (err == nil) != tc.ok {
+			t.Errorf("Float(%v, loOpen %v): %v, want ok %v", tc.v, tc.loOpen, err, tc.ok)
+		}
+		if err != nil && (!errors.As(err, new(UsageError)) || !strings.HasPrefix(err.Error(), "-f ")) {
+			t.Errorf("Float(%v): %v, want a UsageError naming -f", tc.v, err)
+		}
+	}
+	if Int("n", 1, 1, 3) != nil || Int("n", 3, 1, 3) != nil || Int("n", 0, 1, 3) == nil || Int("n", 4, 1, 3) == nil {
+		t.Error("Int: wrong bounds")
+	}
+}

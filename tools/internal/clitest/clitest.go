@@ -1,0 +1,96 @@
+// Package clitest runs a command's main function in a child process (the
+// test binary re-executed) so that a test can check what only a process
+// shows: its exit status, stdout and stderr. A command's tests call Main
+// from TestMain, then Run or Command. Checkpoint writes a small checkpoint
+// for them.
+package clitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
+)
+
+// argsEnv carries the child's command-line arguments (a JSON array).
+const argsEnv = "CAPSTAN_CLITEST_ARGS"
+
+// Main is the body of a command's TestMain: in a child started by Run or
+// Command it runs main as the command name with the arguments given there
+// (and exits 0 if main returns); otherwise it runs the tests.
+func Main(m *testing.M, name string, main func()) {
+	if js, ok := os.LookupEnv(argsEnv); ok {
+		var args []string
+		if err := json.Unmarshal([]byte(js), &args); err != nil {
+			os.Stderr.WriteString("clitest: bad " + argsEnv + ": " + err.Error() + "\n")
+			os.Exit(99)
+		}
+		os.Args = append([]string{name}, args...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Command returns the command that runs main with args in a child process
+// (the test binary re-executed, see Main), with env added to the
+// environment. The caller sets its outputs and starts it.
+func Command(t testing.TB, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	js, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), argsEnv+"="+string(js)), env...)
+	return cmd
+}
+
+// Result is what a child process did.
+type Result struct {
+	Code           int // exit status
+	Stdout, Stderr string
+}
+
+// Run runs main with args in a child process (see Command) and returns its
+// exit status and outputs. The test is skipped where the test binary
+// cannot be re-executed (qemu-user without binfmt).
+func Run(t testing.TB, env []string, args ...string) Result {
+	t.Helper()
+	cmd := Command(t, env, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(err, syscall.ENOEXEC):
+		t.Skipf("cannot re-execute the test binary here (qemu-user without binfmt): %v", err)
+	case errors.As(err, &ee):
+	case err != nil:
+		t.Fatal(err)
+	}
+	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String()}
+}
+
+// Checkpoint writes a checkpoint of the preset model (config in its
+// metadata, parameters initialised with seed 1) in a temporary directory
+// and returns its path.
+func Checkpoint(t testing.TB, preset string) string {
+	t.Helper()
+	p, err := capsnet.NewParams(capsnet.Presets()[preset])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	path := filepath.Join(t.TempDir(), preset+".safetensors")
+	if err := p.SaveCheckpoint(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
