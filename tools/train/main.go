@@ -39,7 +39,9 @@ func main() {
 const (
 	summary = "train: trains a CapsNet on a data set, writing a checkpoint every epoch; usage: train [flags]"
 	notes   = `Ctrl-C or SIGTERM finishes the current step, saves a checkpoint (resume it
-with -resume) and exits. Exit status: 0 done (or nothing left to train),
+with -resume: it goes on from that step) and exits; after kill -9 or a power
+loss, -resume goes on from the last completed epoch. A run directory is locked
+while a trainer uses it; one holding another model is refused unless -overwrite. Exit status: 0 done (or nothing left to train),
 1 error (a file, model or data set), 2 bad flag, flag value or argument,
 130 stopped by Ctrl-C (SIGINT) after saving, 143 stopped by SIGTERM after saving.
 `
@@ -62,6 +64,7 @@ func run(args []string) error {
 	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)")
 	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
 	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer.safetensors, metrics.ndjson; with -resume the resumed run's directory unless given")
+	overwrite := fs.Bool("overwrite", false, "start over in -out even when it holds a run of another model or configuration (refused otherwise)")
 	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
 	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
 	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
@@ -130,6 +133,7 @@ func run(args []string) error {
 	}
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
 	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *target, *seed, *out, *resume, ck
+	o.Overwrite = *overwrite
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 
