@@ -451,6 +451,10 @@ func (o *Options) checkOutDir() error {
 	return fmt.Errorf("-out %s holds a run of %s (epoch %s), not of %s: resume it with -resume %s, choose another -out, or -overwrite to replace it", o.OutDir, what, ck.Meta["epoch"], o.Model.Name, o.OutDir)
 }
 
+// maxCount bounds the epoch, step and batch counts of a checkpoint's
+// metadata (a corrupt value must not wrap around in epoch+1).
+const maxCount = 1 << 40
+
 // resume loads parameters and optimizer state from a run directory (or a
 // checkpoint file, whose directory holds the optimizer state) and returns
 // where the run stands. ck is the run's checkpoint when already read (nil:
@@ -478,7 +482,7 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 			s = dflt
 		}
 		v, err := strconv.Atoi(s)
-		if err != nil || v < 0 {
+		if err != nil || v < 0 || v > maxCount {
 			return 0, fmt.Errorf("resume: %s: metadata %s %q is not a count", file, key, meta[key])
 		}
 		return v, nil
@@ -495,7 +499,9 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 		return st, err
 	}
 	if st.partial.Steps > 0 {
-		if err := json.Unmarshal([]byte(meta["partial"]), &st.partial); err != nil || st.partial.Steps <= 0 {
+		steps := st.partial.Steps
+		if err := json.Unmarshal([]byte(meta["partial"]), &st.partial); err != nil || st.partial.Steps != steps ||
+			st.partial.Seen < 0 || st.partial.Correct < 0 || st.partial.Correct > st.partial.Seen {
 			return st, fmt.Errorf("resume: %s: metadata partial %q does not describe the interrupted epoch", file, meta["partial"])
 		}
 	}
@@ -504,7 +510,9 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 			return st, fmt.Errorf("resume: %s: metadata metrics: %v", file, err)
 		}
 	} else { // a checkpoint of an older run: take the history from its metrics file
-		st.history = readMetricsFile(filepath.Join(dir, MetricsName), st.epoch)
+		if st.history, err = readMetricsFile(filepath.Join(dir, MetricsName), st.epoch); err != nil {
+			return st, fmt.Errorf("resume: %w", err)
+		}
 	}
 	st.optimizer = meta["optimizer"]
 	if st.optimizer == "" {

@@ -110,13 +110,27 @@ func writeMetrics(dir string, history []EpochMetrics, extra *EpochMetrics) error
 	return nil
 }
 
+// maxMetricsFile bounds the metrics.ndjson of an older run that a resume
+// reads (a line is about 250 bytes: 64 MiB is 250,000 epochs).
+const maxMetricsFile = 64 << 20
+
 // readMetricsFile returns the completed epochs 1..upTo of an existing
 // metrics.ndjson (runs saved before checkpoints carried their history):
-// the last complete line of each epoch, interrupted lines dropped.
-func readMetricsFile(path string, upTo int) []EpochMetrics {
-	raw, err := os.ReadFile(path)
+// the last complete line of each epoch, interrupted lines dropped. A
+// missing file gives no history; one larger than maxMetricsFile is an
+// error.
+func readMetricsFile(path string, upTo int) ([]EpochMetrics, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return nil, nil
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxMetricsFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(raw) > maxMetricsFile {
+		return nil, fmt.Errorf("%s: more than %d MiB, not the metrics of a run", path, maxMetricsFile>>20)
 	}
 	byEpoch := map[int]EpochMetrics{}
 	for _, l := range strings.Split(string(raw), "\n") {
@@ -126,12 +140,12 @@ func readMetricsFile(path string, upTo int) []EpochMetrics {
 		}
 	}
 	var out []EpochMetrics
-	for e := 1; e <= upTo; e++ {
+	for e := 1; e <= upTo && len(out) < len(byEpoch); e++ {
 		if em, ok := byEpoch[e]; ok {
 			out = append(out, em)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // faultHook, when set (by the fault-injection tests only), is called at
