@@ -2,7 +2,8 @@
 # Capstan's one entry point.
 #   ./build.sh build   build everything (native) and vet it
 #   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
-#                      forced AVX2 on AVX-512 machines, arm64 under qemu-aarch64-static
+#                      forced AVX2 on AVX-512 machines, every fuzz target for 20s,
+#                      arm64 under qemu-aarch64-static
 #   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
 #                      (BENCH=regexp COUNT=n, default 6, BENCHTIME=d PKG=./kernels/ to narrow)
