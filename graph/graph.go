@@ -75,6 +75,9 @@ type Arena struct {
 	shared   bool
 	steps    int // global step count of the shared plan
 	debug    bool
+	// sizeCheck, when set (SetSizeCheck), vets the planned size before the
+	// arena is allocated.
+	sizeCheck func(bytes int64) error
 }
 
 // NewArena returns an empty arena.
@@ -123,9 +126,9 @@ func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
 }
 
 // maxFloats bounds every buffer and the arena's declared size (2^40 floats,
-// 4 TiB): products and sums of sizes stay far from int overflow, and a shape
+// 4 TiB; MaxInt on 32-bit platforms): products and sums of sizes stay far from int overflow, and a shape
 // computed from hostile sizes is an error, not a panic.
-const maxFloats = 1 << 40
+const maxFloats = min(1<<40, math.MaxInt)
 
 // MaxArenaBytes is the largest arena Seal and SealShared allocate (16 GiB by
 // default). A larger plan is refused with an error that names the size, so
@@ -134,8 +137,21 @@ const maxFloats = 1 << 40
 // machine that has the memory.
 var MaxArenaBytes int64 = 16 << 30
 
-// checkSize refuses an arena of more than MaxArenaBytes.
+// SetSizeCheck installs a check of the arena's planned size: Seal and
+// SealShared call check with the size in bytes once the plan is made and
+// before anything is allocated, and return its error unchanged (the arena
+// stays unsealed). A model uses it to apply its own memory limit, naming
+// what the memory is for; MaxArenaBytes is checked after it.
+func (a *Arena) SetSizeCheck(check func(bytes int64) error) { a.sizeCheck = check }
+
+// checkSize refuses an arena the size check (SetSizeCheck) refuses or of
+// more than MaxArenaBytes.
 func (a *Arena) checkSize() error {
+	if a.sizeCheck != nil {
+		if err := a.sizeCheck(int64(a.size) * 4); err != nil {
+			return err
+		}
+	}
 	if b := int64(a.size) * 4; b > MaxArenaBytes {
 		return fmt.Errorf("graph: the memory plan needs %s, more than the limit of %s (graph.MaxArenaBytes)", MiB(b), MiB(MaxArenaBytes))
 	}
