@@ -110,6 +110,9 @@ func suggestBytes(b int64) string {
 // how much ("batch 512 needs 9.3 GiB (parameters … + memory plan …)"), the
 // limit, where it comes from and how to raise it.
 func memoryError(model, needs string, need, limit int64, source string) error {
+	if model == "" {
+		model = "(unnamed)"
+	}
 	return fmt.Errorf("model %s: %s, more than the limit of %s (%s); raise it with %s=%s",
 		model, needs, fmtBytes(limit), source, MemoryEnv, suggestBytes(need))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/graph"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -110,6 +111,17 @@ func TestTerabyteConfig(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
 		t.Errorf("NewNet allocated %d bytes before refusing", got)
 	}
+	// Routing work beyond what an int can size (2^20 samples × 1000
+	// iterations × 2048 floats), even under a limit raised to 1 TiB.
+	t.Setenv(MemoryEnv, "1TiB")
+	cfg := Presets()["tiny-deep"]
+	cfg.Caps[0].Out, cfg.Caps[0].Iters = 128, MaxIters
+	if p, err = NewParams(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = NewNet(p, MaxBatch); err == nil || !strings.Contains(err.Error(), "(the routing work space of caps.0 alone), more than the limit of 1.0 TiB (CAPSTAN_MAX_MEMORY)") {
+		t.Errorf("routing work beyond 2^40 floats: %v", err)
+	}
 }
 
 // TestLoweredLimit: under a lowered MaxModelBytes a normal model is refused
@@ -146,6 +158,10 @@ func TestLoweredLimit(t *testing.T) {
 		t.Errorf("parameters over the limit: %v", err)
 	}
 	MaxModelBytes = prev
+	// The model's limit, not graph.MaxArenaBytes, governs its arenas.
+	prevArena := graph.MaxArenaBytes
+	defer func() { graph.MaxArenaBytes = prevArena }()
+	graph.MaxArenaBytes = 1024
 	if _, err := NewNet(p, 64); err != nil {
 		t.Errorf("default limit: %v", err)
 	}

@@ -389,12 +389,16 @@ func TestSizeCheck(t *testing.T) {
 		if seen != want {
 			t.Errorf("shared=%v: check saw %d bytes, want %d", shared, seen, want)
 		}
+		// An accepting check replaces MaxArenaBytes.
+		prev := MaxArenaBytes
+		MaxArenaBytes = 1024
 		a.SetSizeCheck(func(b int64) error { return nil })
 		if shared {
 			err = a.SealShared(s)
 		} else {
 			err = a.Seal()
 		}
+		MaxArenaBytes = prev
 		if err != nil || len(a.Buf("z").Data()) != 1000 || a.Bytes() != want {
 			t.Errorf("shared=%v: accepted arena: %v, %d bytes", shared, err, a.Bytes())
 		}
