@@ -164,6 +164,9 @@ func (p *Params) load(ts map[string]safetensors.Tensor, source string) error {
 		if !slices.Equal(t.Shape, q.TorchShape) {
 			return fmt.Errorf("%s: tensor %q has shape %v, model %s needs %v", source, q.Name, t.Shape, p.Config.Name, q.TorchShape)
 		}
+		if len(t.Data) != q.Buf.Len() { // a Checkpoint built by hand
+			return fmt.Errorf("%s: tensor %q has %d values for its shape %v of %d", source, q.Name, len(t.Data), t.Shape, q.Buf.Len())
+		}
 		for i, v := range t.Data {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				return fmt.Errorf("%s: tensor %q element %d is %v", source, q.Name, i, v)

@@ -186,4 +186,13 @@ func TestCheckpointBadFiles(t *testing.T) {
 	} else if _, err := ck.Params(nil); err == nil || !strings.Contains(err.Error(), "dec.fc1.bias") {
 		t.Errorf("missing tensor: %v", err)
 	}
+	// A Checkpoint built by hand whose data does not fill its shape: an
+	// error, not a panic in the layout conversion.
+	short := &Checkpoint{Path: "by-hand", Tensors: p.TorchTensors(), Meta: map[string]string{}}
+	w := short.Tensors["caps.0.W"]
+	w.Data = w.Data[:len(w.Data)-1]
+	short.Tensors["caps.0.W"] = w
+	if err := q.Load(short); err == nil || !strings.Contains(err.Error(), `by-hand: tensor "caps.0.W" has`) {
+		t.Errorf("short tensor data: %v", err)
+	}
 }

@@ -279,14 +279,23 @@ type Geometry struct {
 }
 
 // Geometry resolves every shape, or returns an error naming the field that
-// makes the config impossible.
+// makes the config impossible. Every size is bounded (no single size above
+// 2^30, no tensor of more than 2^40 elements) and every product checked, so
+// that sizes near MaxInt are errors, not wrapped integers; whether the
+// model fits in memory is decided by NewParams and NewNet (MaxModelBytes).
 func (c Config) Geometry() (Geometry, error) {
 	var g Geometry
 	ch, h, w := c.Input[0], c.Input[1], c.Input[2]
 	if ch <= 0 || h <= 0 || w <= 0 {
 		return g, fmt.Errorf("input %v: channels, height and width must be positive", c.Input)
 	}
-	g.Pixels = ch * h * w
+	if ch > maxDim || h > maxDim || w > maxDim {
+		return g, fmt.Errorf("input %v: a size is more than %d", c.Input, maxDim)
+	}
+	var ok bool
+	if g.Pixels, ok = mulSize(ch, h, w); !ok {
+		return g, fmt.Errorf("input %v: more than %d values", c.Input, maxElems)
+	}
 	if len(c.Convs) == 0 {
 		return g, fmt.Errorf("convs: at least one convolution is needed to form primary capsules")
 	}
@@ -305,6 +314,9 @@ func (c Config) Geometry() (Geometry, error) {
 		if ks < 0 || cv.Stride <= 0 || cv.Pad < 0 || cv.Out <= 0 {
 			return g, fmt.Errorf("%s: out, kernel and stride must be positive and pad non-negative", field)
 		}
+		if ks > maxDim || cv.Stride > maxDim || cv.Pad > maxDim || cv.Out > maxDim {
+			return g, fmt.Errorf("%s: out %d, kernel %d, stride %d or pad %d is more than %d", field, cv.Out, ks, cv.Stride, cv.Pad, maxDim)
+		}
 		if cv.Depthwise && cv.Out != ch {
 			return g, fmt.Errorf("%s: depthwise needs out = in channels, got out %d, in %d", field, cv.Out, ch)
 		}
@@ -314,6 +326,19 @@ func (c Config) Geometry() (Geometry, error) {
 		g.ConvIn = append(g.ConvIn, [3]int{ch, h, w})
 		g.Kernel = append(g.Kernel, ks)
 		ch, h, w = cv.Out, (h+2*cv.Pad-ks)/cv.Stride+1, (w+2*cv.Pad-ks)/cv.Stride+1
+		if h > maxDim || w > maxDim {
+			return g, fmt.Errorf("%s: output of %d×%d, more than %d (pad %d)", field, h, w, maxDim, cv.Pad)
+		}
+		if _, ok := mulSize(ch, h, w); !ok {
+			return g, fmt.Errorf("%s: output of %d×%d×%d, more than %d values", field, ch, h, w, maxElems)
+		}
+		in := g.ConvIn[k][0]
+		if cv.Depthwise {
+			in = 1
+		}
+		if _, ok := mulSize(cv.Out, in, ks, ks); !ok {
+			return g, fmt.Errorf("%s: weights of %d×%d×%d×%d, more than %d values", field, cv.Out, in, ks, ks, maxElems)
+		}
 		g.ConvOut = append(g.ConvOut, [3]int{ch, h, w})
 	}
 	if c.PrimaryDim <= 0 || ch%c.PrimaryDim != 0 {
@@ -322,7 +347,7 @@ func (c Config) Geometry() (Geometry, error) {
 	if _, err := parseSquash(c.PrimarySquash); err != nil {
 		return g, fmt.Errorf("primary_squash: %w", err)
 	}
-	g.PrimaryN = ch / c.PrimaryDim * h * w
+	g.PrimaryN = ch / c.PrimaryDim * h * w // ≤ ch·h·w, checked above
 	n, d := g.PrimaryN, c.PrimaryDim
 	if len(c.Caps) == 0 {
 		return g, fmt.Errorf("caps: at least one capsule layer is needed")
@@ -332,14 +357,17 @@ func (c Config) Geometry() (Geometry, error) {
 		if cc.Name == "" || cc.Out <= 0 || cc.Dim <= 0 {
 			return g, fmt.Errorf("%s: name, out and dim must be set and positive", field)
 		}
+		if cc.Out > maxDim || cc.Dim > maxDim {
+			return g, fmt.Errorf("%s: out %d or dim %d is more than %d", field, cc.Out, cc.Dim, maxDim)
+		}
 		if cc.Routing != "rba" && cc.Routing != "uniform" {
 			return g, fmt.Errorf("%s: routing %q must be rba or uniform", field, cc.Routing)
 		}
 		if cc.Routing == "rba" && cc.Iters <= 0 {
 			return g, fmt.Errorf("%s: iters must be at least 1 for rba routing", field)
 		}
-		if cc.Iters > MaxIters {
-			return g, fmt.Errorf("%s: iters %d is more than %d", field, cc.Iters, MaxIters)
+		if cc.Iters > MaxIters || cc.Iters < 0 {
+			return g, fmt.Errorf("%s: iters %d is not between 0 and %d", field, cc.Iters, MaxIters)
 		}
 		if _, err := parseSquash(cc.Squash); err != nil {
 			return g, fmt.Errorf("%s: squash: %w", field, err)
@@ -347,16 +375,27 @@ func (c Config) Geometry() (Geometry, error) {
 		if !(cc.InitStd >= 0) || math.IsInf(cc.InitStd, 0) {
 			return g, fmt.Errorf("%s: init_std %v must be a finite number ≥ 0", field, cc.InitStd)
 		}
+		if _, ok := mulSize(cc.Out, n, cc.Dim, d); !ok {
+			return g, fmt.Errorf("%s: W of %d×%d×%d×%d, more than %d values", field, cc.Out, n, cc.Dim, d, maxElems)
+		}
+		if _, ok := mulSize(cc.Out, cc.Dim); !ok {
+			return g, fmt.Errorf("%s: %d capsules of %d, more than %d values", field, cc.Out, cc.Dim, maxElems)
+		}
 		g.CapsIn = append(g.CapsIn, [2]int{n, d})
 		n, d = cc.Out, cc.Dim
 	}
 	if c.Classes <= 0 || n != c.Classes {
 		return g, fmt.Errorf("classes %d: the last capsule layer has %d capsules", c.Classes, n)
 	}
-	for i, hsz := range c.Decoder {
-		if hsz <= 0 {
-			return g, fmt.Errorf("decoder[%d] = %d must be positive", i, hsz)
+	in := n * d // checked with the last layer
+	for i, hsz := range append(append([]int(nil), c.Decoder...), g.Pixels) {
+		if i < len(c.Decoder) && (hsz <= 0 || hsz > maxDim) {
+			return g, fmt.Errorf("decoder[%d] = %d must be between 1 and %d", i, hsz, maxDim)
 		}
+		if _, ok := mulSize(hsz, in); !ok {
+			return g, fmt.Errorf("decoder layer %d: weights of %d×%d, more than %d values", i+1, hsz, in, maxElems)
+		}
+		in = hsz
 	}
 	if c.Loss.MPlus <= c.Loss.MMinus || c.Loss.Lambda < 0 || c.Loss.Alpha < 0 {
 		return g, fmt.Errorf("loss: need m_plus > m_minus, lambda >= 0, alpha >= 0 (got %+v)", c.Loss)
@@ -365,6 +404,58 @@ func (c Config) Geometry() (Geometry, error) {
 		return g, fmt.Errorf("loss.recon: %q is not sum or mean", r)
 	}
 	return g, nil
+}
+
+// ParamCount returns the number of scalars of the config's parameters (as
+// NewParams declares them), computed from Geometry with every product and
+// sum checked, before anything is allocated. Each tensor has at most 2^40
+// elements (Geometry); a total beyond 2^60 is an error.
+func (c Config) ParamCount() (int64, error) {
+	geo, err := c.Geometry()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	add := func(sizes ...int) error {
+		n, ok := mulSize(sizes...)
+		if !ok || total+int64(n) > 1<<60 {
+			return fmt.Errorf("model %s: more than 2^60 parameters", c.Name)
+		}
+		total += int64(n)
+		return nil
+	}
+	for k, cv := range c.Convs {
+		in := geo.ConvIn[k][0]
+		if cv.Depthwise {
+			in = 1
+		}
+		if err := add(cv.Out, in, geo.Kernel[k], geo.Kernel[k]); err != nil {
+			return 0, err
+		}
+		if err := add(cv.Out); err != nil {
+			return 0, err
+		}
+	}
+	for l, cc := range c.Caps {
+		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
+		if err := add(cc.Out, nIn, cc.Dim, dIn); err != nil {
+			return 0, err
+		}
+		if err := add(nIn, cc.Out); err != nil {
+			return 0, err
+		}
+	}
+	in := c.Classes * c.Caps[len(c.Caps)-1].Dim
+	for _, out := range append(append([]int(nil), c.Decoder...), geo.Pixels) {
+		if err := add(out, in); err != nil {
+			return 0, err
+		}
+		if err := add(out); err != nil {
+			return 0, err
+		}
+		in = out
+	}
+	return total, nil
 }
 
 // MaxIters bounds the routing iterations of a capsule layer (the paper uses

@@ -51,7 +51,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"magic","iters":3,"squash":"sabour"}]}`, "routing \"magic\""},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":9,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10}`, "last capsule layer has 9"},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour","init_std":-1}],"classes":10}`, "init_std -1"},
-		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":1000000000,"squash":"sabour"}],"classes":10}`, "iters 1000000000 is more than 1000"},
+		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":1000000000,"squash":"sabour"}],"classes":10}`, "iters 1000000000 is not between 0 and 1000"},
 		{`{"input":[1,28,28],"convs":[{"name":"c","out":8,"kernel":3,"stride":1}],"primary_dim":4,"primary_squash":"sabour","caps":[{"name":"d","out":10,"dim":4,"routing":"rba","iters":3,"squash":"sabour"}],"classes":10,"loss":{"m_plus":0.9,"m_minus":0.1,"lambda":0.5,"alpha":0.4,"recon":"median"}}`, "loss.recon: \"median\""},
 	} {
 		_, err := ParseConfig([]byte(tc.json), "test.json")
@@ -61,6 +61,64 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if _, err := LoadConfig("no-such-model"); err == nil || !strings.Contains(err.Error(), "no-such-model") {
 		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+// TestHostileGeometry: sizes near MaxInt in every field (input, kernel,
+// stride, pad, channels, capsules, decoder) are errors naming the field,
+// never a wrapped product or a panic; sizes that pass are products Geometry
+// checked.
+func TestHostileGeometry(t *testing.T) {
+	big := math.MaxInt
+	for _, tc := range []struct {
+		name string
+		edit func(c *Config)
+		want string
+	}{
+		{"input", func(c *Config) { c.Input = [3]int{big, 1, 1} }, "input"},
+		{"input-product", func(c *Config) { c.Input = [3]int{1 << 20, 1 << 20, 1 << 20} }, "input"},
+		{"pad", func(c *Config) { c.Convs[0].Pad = big }, "convs[0]"},
+		{"pad-product", func(c *Config) { c.Convs[0].Pad = 1 << 29 }, "convs[0]"},
+		{"kernel", func(c *Config) { c.Convs[0].Kernel = big }, "convs[0]"},
+		{"stride", func(c *Config) { c.Convs[0].Stride = big }, "convs[0]"},
+		{"out", func(c *Config) { c.Convs[0].Out = big }, "convs[0]"},
+		{"out-weights", func(c *Config) { c.Convs[0].Out, c.Convs[1].Out = 1<<30, 1<<30 }, "convs[1]"},
+		{"caps-out", func(c *Config) { c.Caps[0].Out = big }, "caps[0]"},
+		{"caps-dim", func(c *Config) { c.Caps[1].Dim = 1 << 30; c.Caps[0].Dim = 1 << 30 }, "caps[1]"},
+		{"iters", func(c *Config) { c.Caps[0].Iters = big }, "caps[0]"},
+		{"iters-negative", func(c *Config) { c.Caps[0].Iters = -1 }, "caps[0]"},
+		{"decoder", func(c *Config) { c.Decoder = []int{big} }, "decoder[0]"},
+		{"decoder-product", func(c *Config) { c.Decoder = []int{1 << 30, 1 << 30} }, "decoder layer 2"},
+		{"primary-dim", func(c *Config) { c.PrimaryDim = big }, "primary_dim"},
+		{"classes", func(c *Config) { c.Classes = big }, "classes"},
+	} {
+		c := Presets()["tiny-deep"]
+		tc.edit(&c)
+		_, err := c.ParamCount()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.want)
+		}
+		if _, err := NewParams(c); err == nil {
+			t.Errorf("%s: NewParams accepted the config", tc.name)
+		}
+	}
+}
+
+// TestParamCount: the count from the config is what NewParams declares.
+func TestParamCount(t *testing.T) {
+	for _, name := range []string{"sabour", "tiny-deep", "tiny-deep-uniform", "tiny-deep3", "deep", "deep-n16-d8-L1"} {
+		c := Presets()[name]
+		n, err := c.ParamCount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewParams(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(p.Count()) != n {
+			t.Errorf("%s: ParamCount %d, NewParams declares %d", name, n, p.Count())
+		}
 	}
 }
 

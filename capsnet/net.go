@@ -123,8 +123,9 @@ func NewNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, false,
 func NewInferenceNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, true, planShared) }
 
 // MaxBatch bounds the batch of one Net (one replica), checked before
-// anything is allocated; the arena's own limit (graph.MaxArenaBytes) then
-// refuses a plan too large for the machine.
+// anything is allocated; the memory limit of one model (MaxModelBytes, see
+// ModelMemoryLimit) then refuses a Net whose parameters and memory plan
+// need more, before the plan is allocated.
 const MaxBatch = 1 << 20
 
 // planMode selects the arena's memory plan (tests compare them).
@@ -141,6 +142,13 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 		return nil, fmt.Errorf("capsnet: batch %d must be between 1 and %d", batch, MaxBatch)
 	}
 	cfg, geo := p.Config, p.Geo
+	limit, source, err := ModelMemoryLimit()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWorkSizes(p, batch, limit, source); err != nil {
+		return nil, err
+	}
 	n := &Net{P: p, Batch: batch, Arena: graph.NewArena(), labels: make([]int, batch), pred: make([]int, batch), maskByLabel: !inference, Inference: inference}
 	B := batch
 	a := &netAlloc{Arena: n.Arena, inference: inference}
@@ -239,7 +247,18 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 	for _, L := range n.caps {
 		n.Arena.Pin(L.V, L.C)
 	}
-	var err error
+	// The memory limit of one model: parameters plus this Net's plan,
+	// checked by the arena once the plan is made, before it is allocated.
+	var tooBig error
+	paramBytes := p.Arena.Bytes()
+	n.Arena.SetSizeCheck(func(plan int64) error {
+		if need := paramBytes + plan; need > limit {
+			tooBig = memoryError(cfg.Name, fmt.Sprintf("batch %d needs %s (parameters %s + memory plan %s)", batch, fmtBytes(need), fmtBytes(paramBytes), fmtBytes(plan)),
+				need, limit, source)
+			return tooBig
+		}
+		return nil
+	})
 	n.Arena.SetDebug(mode == planDebug)
 	switch {
 	case mode == planUnshared:
@@ -250,9 +269,46 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 		err = n.Arena.SealShared(n.forward, n.margin, n.backw)
 	}
 	if err != nil {
+		if err == tooBig {
+			return nil, err
+		}
 		return nil, fmt.Errorf("capsnet: memory plan: %w", err)
 	}
 	return n, nil
+}
+
+// checkWorkSizes refuses a batch whose kernel work spaces could not even be
+// computed in an int (the kernels' size formulas do not check overflow):
+// the routing's per-iteration store and the convolutions' im2col columns,
+// bounded here with checked products. Such sizes are far beyond any memory
+// limit; what passes is sized exactly by the arena's plan.
+func checkWorkSizes(p *Params, batch int, limit int64, source string) error {
+	cfg, geo := p.Config, p.Geo
+	over := func(what string) error {
+		return memoryError(cfg.Name, fmt.Sprintf("batch %d needs more than %s (%s alone)", batch, fmtBytes(4*maxElems), what), 4*maxElems, limit, source)
+	}
+	for l, cc := range cfg.Caps {
+		nIn := geo.CapsIn[l][0]
+		c, ok1 := mulSize(cc.Out, nIn)
+		v, ok2 := mulSize(2, cc.Dim, cc.Out)
+		if _, ok3 := mulSize(batch, max(cc.Iters, 1), c+v); !ok1 || !ok2 || !ok3 {
+			return over(fmt.Sprintf("the routing work space of %s", cc.Name))
+		}
+	}
+	for k, cv := range cfg.Convs {
+		in, out, ks := geo.ConvIn[k], geo.ConvOut[k], geo.Kernel[k]
+		cg := in[0]
+		if cv.Depthwise {
+			cg = 1
+		}
+		col, ok1 := mulSize(cg, ks, ks)
+		_, ok2 := mulSize(batch, out[1], out[2], col+out[0])
+		_, ok3 := mulSize(batch, in[0], in[1], in[2])
+		if !ok1 || !ok2 || !ok3 {
+			return over(fmt.Sprintf("the work space of %s", cv.Name))
+		}
+	}
+	return nil
 }
 
 // netAlloc allocates from a Net's arena, skipping gradients (Grad and

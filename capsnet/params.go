@@ -39,10 +39,30 @@ type Params struct {
 	byName map[string]*Param
 }
 
-// NewParams declares the parameters of cfg (zero-filled; see Init).
+// NewParams declares the parameters of cfg (zero-filled; see Init). A
+// config whose parameters need more than the memory limit of one model
+// (ModelMemoryLimit, MaxModelBytes) is refused before anything is
+// allocated, with an error naming the limit and how to raise it.
 func NewParams(cfg Config) (*Params, error) {
 	geo, err := cfg.Geometry()
 	if err != nil {
+		return nil, err
+	}
+	count, err := cfg.ParamCount()
+	if err != nil {
+		return nil, err
+	}
+	limit, source, err := ModelMemoryLimit()
+	if err != nil {
+		return nil, err
+	}
+	tooBig := func(bytes int64) error {
+		if bytes <= limit {
+			return nil
+		}
+		return memoryError(cfg.Name, fmt.Sprintf("parameters need %s", fmtBytes(bytes)), bytes, limit, source)
+	}
+	if err := tooBig(4 * count); err != nil {
 		return nil, err
 	}
 	p := &Params{Config: cfg, Geo: geo, Arena: graph.NewArena(), byName: map[string]*Param{}}
@@ -75,6 +95,8 @@ func NewParams(cfg Config) (*Params, error) {
 		add(fmt.Sprintf("dec.fc%d.bias", i+1), plain, out)
 		in = out
 	}
+	// The arena aligns every buffer: check its exact size too.
+	p.Arena.SetSizeCheck(tooBig)
 	if err := p.Arena.Seal(); err != nil {
 		return nil, err
 	}

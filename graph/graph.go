@@ -75,6 +75,9 @@ type Arena struct {
 	shared   bool
 	steps    int // global step count of the shared plan
 	debug    bool
+	// sizeCheck, when set (SetSizeCheck), vets the planned size before the
+	// arena is allocated.
+	sizeCheck func(bytes int64) error
 }
 
 // NewArena returns an empty arena.
@@ -123,19 +126,31 @@ func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
 }
 
 // maxFloats bounds every buffer and the arena's declared size (2^40 floats,
-// 4 TiB): products and sums of sizes stay far from int overflow, and a shape
+// 4 TiB; MaxInt on 32-bit platforms): products and sums of sizes stay far from int overflow, and a shape
 // computed from hostile sizes is an error, not a panic.
-const maxFloats = 1 << 40
+const maxFloats = min(1<<40, math.MaxInt)
 
 // MaxArenaBytes is the largest arena Seal and SealShared allocate (16 GiB by
-// default). A larger plan is refused with an error that names the size, so
-// that a model too big for the machine fails with a message instead of
-// "fatal error: out of memory". Raise it before building the graphs for a
-// machine that has the memory.
+// default) unless the arena has its own size check (SetSizeCheck). A larger
+// plan is refused with an error that names the size, so that a model too
+// big for the machine fails with a message instead of "fatal error: out of
+// memory". Raise it before building the graphs for a machine that has the
+// memory.
 var MaxArenaBytes int64 = 16 << 30
 
-// checkSize refuses an arena of more than MaxArenaBytes.
+// SetSizeCheck installs a check of the arena's planned size in place of
+// MaxArenaBytes: Seal and SealShared call check with the size in bytes once
+// the plan is made and before anything is allocated, and return its error
+// unchanged (the arena stays unsealed). A model uses it to apply its own
+// memory limit, naming what the memory is for and how to raise it.
+func (a *Arena) SetSizeCheck(check func(bytes int64) error) { a.sizeCheck = check }
+
+// checkSize refuses an arena the size check (SetSizeCheck) refuses or,
+// without one, of more than MaxArenaBytes.
 func (a *Arena) checkSize() error {
+	if a.sizeCheck != nil {
+		return a.sizeCheck(int64(a.size) * 4)
+	}
 	if b := int64(a.size) * 4; b > MaxArenaBytes {
 		return fmt.Errorf("graph: the memory plan needs %s, more than the limit of %s (graph.MaxArenaBytes)", MiB(b), MiB(MaxArenaBytes))
 	}

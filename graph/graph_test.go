@@ -349,3 +349,58 @@ func TestHostileSizes(t *testing.T) {
 		t.Errorf("small arena refused: %v", err)
 	}
 }
+
+// TestSizeCheck: SetSizeCheck sees the planned size (the shared plan's,
+// smaller than the sum of the buffers) before anything is allocated; its
+// error comes back unchanged and leaves the arena unallocated.
+func TestSizeCheck(t *testing.T) {
+	build := func() (*Arena, Schedule) {
+		a := NewArena()
+		x := a.Alloc("x", Activation, 1000)
+		y := a.Alloc("y", Activation, 1000)
+		z := a.Alloc("z", Activation, 1000)
+		nop := func() error { return nil }
+		return a, Schedule{{Name: "a", Run: nop, Writes: []*Buf{x}}, {Name: "b", Run: nop, Reads: []*Buf{x}, Writes: []*Buf{y}},
+			{Name: "c", Run: nop, Reads: []*Buf{y}, Writes: []*Buf{z}}}
+	}
+	refuse := errors.New("too big for this model")
+	for _, shared := range []bool{false, true} {
+		a, s := build()
+		var seen int64
+		a.SetSizeCheck(func(b int64) error { seen = b; return refuse })
+		var err error
+		if shared {
+			err = a.SealShared(s)
+		} else {
+			err = a.Seal()
+		}
+		if err != refuse {
+			t.Errorf("shared=%v: error %v, want the check's own", shared, err)
+		}
+		if a.Buf("x").Data() != nil {
+			t.Errorf("shared=%v: refused arena was allocated", shared)
+		}
+		// Unshared: three buffers of 1008 aligned floats; shared: x and z
+		// share memory (disjoint lifetimes), so two.
+		want := int64(3 * 1008 * 4)
+		if shared {
+			want = 2 * 1008 * 4
+		}
+		if seen != want {
+			t.Errorf("shared=%v: check saw %d bytes, want %d", shared, seen, want)
+		}
+		// An accepting check replaces MaxArenaBytes.
+		prev := MaxArenaBytes
+		MaxArenaBytes = 1024
+		a.SetSizeCheck(func(b int64) error { return nil })
+		if shared {
+			err = a.SealShared(s)
+		} else {
+			err = a.Seal()
+		}
+		MaxArenaBytes = prev
+		if err != nil || len(a.Buf("z").Data()) != 1000 || a.Bytes() != want {
+			t.Errorf("shared=%v: accepted arena: %v, %d bytes", shared, err, a.Bytes())
+		}
+	}
+}

@@ -3,9 +3,11 @@
 // mapping tensor names to dtype, shape and data_offsets plus an optional
 // __metadata__ map of strings, then the raw little-endian data). It decodes
 // F32 tensors, the only dtype Capstan stores; it checks every header entry
-// and every offset against the file's size before reading any data, so a
-// truncated or corrupt file is an error naming the file and the tensor,
-// never a panic or a huge allocation.
+// and every offset against the file's size and the documented limits
+// (MaxFileBytes, MaxTensorBytes, MaxTensors, MaxDims: package variables a
+// program may raise) before reading any data, so a truncated, corrupt or
+// hostile file is an error naming the file and the tensor, never a panic
+// or a huge allocation. Files are written atomically with mode 0644.
 //
 // It is a leaf package (standard library only): capsnet, the tools and the
 // tests of every package, kernels included, use it.

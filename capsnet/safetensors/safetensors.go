@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,41 @@ type File struct {
 // it at 100 MB); a larger value means a corrupt or foreign file.
 const MaxHeader = 100 << 20
 
+// Limits of the reader, checked from the header (and the file's size)
+// before any tensor data is allocated, so that a hostile or corrupt header
+// is an error naming the file, the tensor and the limit, not an
+// out-of-memory death. They are variables: a program that reads larger
+// files raises them before calling Read or Decode (not concurrently with
+// a read).
+var (
+	// MaxTensorBytes bounds the data of one tensor (1 GiB by default).
+	MaxTensorBytes int64 = 1 << 30
+	// MaxFileBytes bounds a whole file: header and data (4 GiB by default).
+	MaxFileBytes int64 = 4 << 30
+	// MaxTensors bounds the number of tensors of a file (100000 by default).
+	MaxTensors = 100000
+	// MaxDims bounds the number of dimensions of a tensor's shape (8 by
+	// default).
+	MaxDims = 8
+)
+
+// readChunk is the size of the reads of tensor data: data is decoded chunk
+// by chunk, and a tensor's slice grows with the bytes that actually
+// arrive, so a stream shorter than its declared size never makes Decode
+// allocate the declared size.
+const readChunk = 64 << 10
+
+// gib formats a byte count for the limit errors.
+func gib(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", b)
+}
+
 // dtypeSize is the element size of every dtype of the format; Read decodes
 // F32 only and names the others as unsupported.
 var dtypeSize = map[string]int{
@@ -56,7 +92,8 @@ type entry struct {
 
 // Read reads and validates a safetensors file: the header length and JSON,
 // every entry's dtype (F32 only is decoded), shape and data_offsets, checked
-// against the file's size before any data is read; the data section must be
+// against the file's size and the limits (MaxFileBytes, MaxTensorBytes,
+// MaxTensors, MaxDims) before any data is read; the data section must be
 // covered exactly, without holes, overlaps or trailing bytes, as the format
 // requires. Every error names the file and, where one is at fault, the
 // tensor.
@@ -70,7 +107,9 @@ func Read(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := Decode(f, st.Size())
+	// The size comes from Stat: a tensor's memory can be allocated whole
+	// once the header has been checked against it and the limits.
+	out, err := decode(f, st.Size(), true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -78,8 +117,28 @@ func Read(path string) (*File, error) {
 }
 
 // Decode reads a safetensors stream of size bytes from r, with the checks
-// of Read.
-func Decode(r io.Reader, size int64) (*File, error) {
+// of Read. size need not be exact: a stream that ends early is a
+// "truncated" error, and Decode allocates in proportion to the bytes it
+// actually reads (tensor data arrives in chunks), never the declared size
+// up front.
+func Decode(r io.Reader, size int64) (*File, error) { return decode(r, size, false) }
+
+// span is one tensor of a header, checked, with its element count.
+type span struct {
+	name  string
+	e     entry
+	count int
+}
+
+// decode is Read and Decode; exact says size is the stream's true size
+// (from Stat), so each tensor's slice can be allocated at once.
+func decode(r io.Reader, size int64, exact bool) (*File, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("negative size %d", size)
+	}
+	if size > MaxFileBytes {
+		return nil, fmt.Errorf("file of %s, more than the limit of %s (safetensors.MaxFileBytes; raise it to read larger files)", gib(size), gib(MaxFileBytes))
+	}
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
 		return nil, fmt.Errorf("not a safetensors file: truncated before the 8-byte header length")
@@ -91,56 +150,25 @@ func Decode(r io.Reader, size int64) (*File, error) {
 	if int64(hlen) > size-8 {
 		return nil, fmt.Errorf("truncated: header of %d bytes, file of %d", hlen, size)
 	}
-	hdr := make([]byte, hlen)
-	if _, err := io.ReadFull(r, hdr); err != nil {
-		return nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(hdr, &raw); err != nil {
-		return nil, fmt.Errorf("corrupt JSON header: %v", err)
+	var hdr []byte
+	if exact {
+		hdr = make([]byte, hlen)
+		if _, err := io.ReadFull(r, hdr); err != nil {
+			return nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
+		}
+	} else {
+		// Grows with what arrives: hlen may be up to MaxHeader in a short
+		// stream.
+		b, err := io.ReadAll(io.LimitReader(r, int64(hlen)))
+		if err != nil || uint64(len(b)) != hlen {
+			return nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
+		}
+		hdr = b
 	}
 	out := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
-	type span struct {
-		name  string
-		e     entry
-		count int
-	}
-	var spans []span
-	for name, msg := range raw {
-		if name == "__metadata__" {
-			if err := json.Unmarshal(msg, &out.Metadata); err != nil {
-				return nil, fmt.Errorf("corrupt __metadata__ (must map strings to strings): %v", err)
-			}
-			if out.Metadata == nil { // "__metadata__": null
-				out.Metadata = map[string]string{}
-			}
-			continue
-		}
-		var e entry
-		if err := json.Unmarshal(msg, &e); err != nil {
-			return nil, fmt.Errorf("tensor %q: corrupt header entry: %v", name, err)
-		}
-		esize, known := dtypeSize[e.DType]
-		if !known {
-			return nil, fmt.Errorf("tensor %q: unknown dtype %q", name, e.DType)
-		}
-		if len(e.Offsets) != 2 || e.Offsets[0] < 0 || e.Offsets[1] < e.Offsets[0] {
-			return nil, fmt.Errorf("tensor %q: bad data_offsets %v", name, e.Offsets)
-		}
-		n := 1
-		for _, s := range e.Shape {
-			if s < 0 || (s > 0 && n > math.MaxInt32/s) {
-				return nil, fmt.Errorf("tensor %q: bad shape %v", name, e.Shape)
-			}
-			n *= s
-		}
-		if int64(n)*int64(esize) != e.Offsets[1]-e.Offsets[0] {
-			return nil, fmt.Errorf("tensor %q: shape %v of %s needs %d bytes, data_offsets give %d", name, e.Shape, e.DType, n*esize, e.Offsets[1]-e.Offsets[0])
-		}
-		if e.DType != "F32" {
-			return nil, fmt.Errorf("tensor %q: dtype %s not supported (F32 only)", name, e.DType)
-		}
-		spans = append(spans, span{name, e, n})
+	spans, err := parseHeader(hdr, out)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(spans, func(a, b int) bool {
 		if spans[a].e.Offsets[0] != spans[b].e.Offsets[0] {
@@ -165,23 +193,132 @@ func Decode(r io.Reader, size int64) (*File, error) {
 	if pos != dataSize {
 		return nil, fmt.Errorf("%d bytes after the last tensor's data (tensors end at %d of %d data bytes)", dataSize-pos, pos, dataSize)
 	}
-	buf := make([]byte, 0)
+	var chunk []byte
 	for _, s := range spans {
-		nb := s.count * 4
-		if cap(buf) < nb {
-			buf = make([]byte, nb)
+		var data []float32
+		if exact {
+			data = make([]float32, 0, s.count)
 		}
-		buf = buf[:nb]
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("tensor %q: truncated data (file ends inside it)", s.name)
+		for len(data) < s.count {
+			k := min(s.count-len(data), readChunk/4)
+			if chunk == nil {
+				chunk = make([]byte, readChunk)
+			}
+			if _, err := io.ReadFull(r, chunk[:4*k]); err != nil {
+				return nil, fmt.Errorf("tensor %q: truncated data (file ends inside it)", s.name)
+			}
+			if cap(data)-len(data) < k {
+				// Geometric growth, capped at the tensor's size: memory
+				// follows the bytes read.
+				grown := make([]float32, len(data), min(s.count, max(2*cap(data), len(data)+k)))
+				copy(grown, data)
+				data = grown
+			}
+			for i := range k {
+				data = append(data, math.Float32frombits(binary.LittleEndian.Uint32(chunk[4*i:])))
+			}
 		}
-		data := make([]float32, s.count)
-		for i := range data {
-			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+		if data == nil {
+			data = []float32{}
 		}
 		out.Tensors[s.name] = Tensor{Shape: append([]int{}, s.e.Shape...), Data: data}
 	}
 	return out, nil
+}
+
+// parseHeader decodes the JSON header entry by entry (so that the limits
+// apply before a huge header is held as a map), fills out.Metadata and
+// returns the tensors' entries, each checked alone: dtype, shape, offsets
+// and the limits. Duplicate names are errors.
+func parseHeader(hdr []byte, out *File) ([]span, error) {
+	dec := json.NewDecoder(bytes.NewReader(hdr))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		if err == nil {
+			err = fmt.Errorf("not a JSON object")
+		}
+		return nil, fmt.Errorf("corrupt JSON header: %v", err)
+	}
+	var spans []span
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("corrupt JSON header: %v", err)
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("corrupt JSON header: key %v is not a string", tok)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("tensor %q: named twice in the header", name)
+		}
+		seen[name] = true
+		if name == "__metadata__" {
+			if err := dec.Decode(&out.Metadata); err != nil {
+				return nil, fmt.Errorf("corrupt __metadata__ (must map strings to strings): %v", err)
+			}
+			if out.Metadata == nil { // "__metadata__": null
+				out.Metadata = map[string]string{}
+			}
+			continue
+		}
+		if len(spans) >= MaxTensors {
+			return nil, fmt.Errorf("more than %d tensors, the limit (safetensors.MaxTensors; raise it to read such files)", MaxTensors)
+		}
+		var e entry
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("tensor %q: corrupt header entry: %v", name, err)
+		}
+		s, err := checkEntry(name, e)
+		if err != nil {
+			return nil, err
+		}
+		spans = append(spans, s)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, fmt.Errorf("corrupt JSON header: unterminated object")
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("corrupt JSON header: %v after the object", tok)
+	}
+	return spans, nil
+}
+
+// checkEntry validates one tensor's header entry against the format and
+// the limits.
+func checkEntry(name string, e entry) (span, error) {
+	esize, known := dtypeSize[e.DType]
+	if !known {
+		return span{}, fmt.Errorf("tensor %q: unknown dtype %q", name, e.DType)
+	}
+	if len(e.Offsets) != 2 || e.Offsets[0] < 0 || e.Offsets[1] < e.Offsets[0] {
+		return span{}, fmt.Errorf("tensor %q: bad data_offsets %v", name, e.Offsets)
+	}
+	if len(e.Shape) > MaxDims {
+		return span{}, fmt.Errorf("tensor %q: shape of %d dimensions, more than the limit of %d (safetensors.MaxDims)", name, len(e.Shape), MaxDims)
+	}
+	n := int64(1)
+	for _, s := range e.Shape {
+		if s < 0 || (s > 0 && n > math.MaxInt64/int64(esize)/int64(s)) {
+			return span{}, fmt.Errorf("tensor %q: bad shape %v", name, e.Shape)
+		}
+		n *= int64(s)
+	}
+	nb := n * int64(esize)
+	if nb > MaxTensorBytes || e.Offsets[1]-e.Offsets[0] > MaxTensorBytes {
+		return span{}, fmt.Errorf("tensor %q: shape %v of %s takes %s, more than the limit of %s per tensor (safetensors.MaxTensorBytes; raise it to read larger tensors)",
+			name, e.Shape, e.DType, gib(max(nb, e.Offsets[1]-e.Offsets[0])), gib(MaxTensorBytes))
+	}
+	if nb != e.Offsets[1]-e.Offsets[0] {
+		return span{}, fmt.Errorf("tensor %q: shape %v of %s needs %d bytes, data_offsets give %d", name, e.Shape, e.DType, nb, e.Offsets[1]-e.Offsets[0])
+	}
+	if e.DType != "F32" {
+		return span{}, fmt.Errorf("tensor %q: dtype %s not supported (F32 only)", name, e.DType)
+	}
+	if n > math.MaxInt {
+		return span{}, fmt.Errorf("tensor %q: shape %v too large for this platform", name, e.Shape)
+	}
+	return span{name, e, int(n)}, nil
 }
 
 // Write writes tensors (sorted by name, F32) and metadata to path
@@ -270,6 +407,11 @@ func WriteAtomic(path string, fill func(io.Writer) error) (err error) {
 		}
 	}()
 	if err = fill(tmp); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; a checkpoint or a dump is an output
+	// like the others (0644).
+	if err = tmp.Chmod(0o644); err != nil {
 		return err
 	}
 	if err = tmp.Sync(); err != nil {

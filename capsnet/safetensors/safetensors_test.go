@@ -3,8 +3,10 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -106,7 +108,14 @@ func TestReadRejectsBadFiles(t *testing.T) {
 		{"unknown-dtype", file(`{"a":{"dtype":"Q3","shape":[2],"data_offsets":[0,8]}}`, d8), "unknown dtype"},
 		{"shape-size", file(`{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, d8), "needs 12 bytes"},
 		{"negative-shape", file(`{"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}`, d8), "bad shape"},
-		{"huge-shape", file(`{"a":{"dtype":"F32","shape":[65536,65536,65536],"data_offsets":[0,8]}}`, d8), "bad shape"},
+		{"huge-shape", file(`{"a":{"dtype":"F32","shape":[65536,65536,65536],"data_offsets":[0,8]}}`, d8), "safetensors.MaxTensorBytes"},
+		{"overflow-shape", file(`{"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,8]}}`, d8), "bad shape"},
+		{"huge-offsets", file(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4294967296000]}}`, d8), "safetensors.MaxTensorBytes"},
+		{"many-dims", file(`{"a":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,2],"data_offsets":[0,8]}}`, d8), "safetensors.MaxDims"},
+		{"twice", file(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, d8), "named twice"},
+		{"not-object", file(`[1, 2]`, nil), "corrupt JSON"},
+		{"after-object", file(`{} {}`, nil), "corrupt JSON"},
+		{"unterminated", file(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}`, d8), "corrupt JSON"},
 		{"offsets", file(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}}`, d8), "bad data_offsets"},
 		{"one-offset", file(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[8]}}`, d8), "bad data_offsets"},
 		{"beyond", file(`{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`, d8), "beyond the 8 data bytes"},
@@ -126,6 +135,136 @@ func TestReadRejectsBadFiles(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(dir, "missing.safetensors")); err == nil || !strings.Contains(err.Error(), "missing.safetensors") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestLimits: the per-file, per-tensor and tensor-count limits refuse a
+// file from its header and size, with an error naming the file, the tensor
+// and the variable to raise; raised, the same file reads.
+func TestLimits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.safetensors")
+	ts := map[string]Tensor{"a": {Shape: []int{64}, Data: make([]float32, 64)}, "b": {Shape: []int{2, 4}, Data: make([]float32, 8)}}
+	if err := Write(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func()
+		want []string
+	}{
+		{"tensor", func() { MaxTensorBytes = 100 }, []string{path, `tensor "a"`, "256 bytes", "100 bytes", "safetensors.MaxTensorBytes"}},
+		{"file", func() { MaxFileBytes = 200 }, []string{path, "200 bytes", "safetensors.MaxFileBytes"}},
+		{"count", func() { MaxTensors = 1 }, []string{path, "more than 1 tensors", "safetensors.MaxTensors"}},
+		{"dims", func() { MaxDims = 1 }, []string{path, `tensor "b"`, "safetensors.MaxDims"}},
+	} {
+		prevT, prevF, prevN, prevD := MaxTensorBytes, MaxFileBytes, MaxTensors, MaxDims
+		tc.set()
+		_, err := Read(path)
+		MaxTensorBytes, MaxFileBytes, MaxTensors, MaxDims = prevT, prevF, prevN, prevD
+		if err == nil {
+			t.Errorf("%s limit: file accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s limit: error %q does not contain %q", tc.name, err, w)
+			}
+		}
+	}
+	if _, err := Read(path); err != nil {
+		t.Errorf("default limits: %v", err)
+	}
+}
+
+// TestDecodeLyingSize: Decode given a size far beyond its stream (up to
+// MaxFileBytes) reports truncation and allocates in proportion to the
+// bytes it read, not to the declared 1 GiB tensor.
+func TestDecodeLyingSize(t *testing.T) {
+	const n = 1 << 28 // floats: the 1 GiB MaxTensorBytes
+	raw := file(fmt.Sprintf(`{"big":{"dtype":"F32","shape":[%d],"data_offsets":[0,%d]}}`, n, 4*n), make([]byte, 1000))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Decode(bytes.NewReader(raw), int64(len(raw))-1000+4*n)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), `tensor "big": truncated`) {
+		t.Errorf("a stream shorter than its size: %v", err)
+	}
+	// 64 KiB read chunk plus bookkeeping: far below the declared 1 GiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("Decode allocated %d bytes for a stream of %d", got, len(raw))
+	}
+	// A header length beyond the stream: no MaxHeader-sized allocation.
+	var lb [8]byte
+	binary.LittleEndian.PutUint64(lb[:], MaxHeader)
+	runtime.ReadMemStats(&before)
+	_, err = Decode(bytes.NewReader(append(lb[:], "{}"...)), 1<<30)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("a header longer than its stream: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("Decode allocated %d bytes for a 10-byte stream declaring a %d-byte header", got, MaxHeader)
+	}
+}
+
+// TestDecodeChunked: tensors larger than a read chunk, and several of
+// them, decode exactly through Decode (growing slices) and Read (slices
+// allocated at once).
+func TestDecodeChunked(t *testing.T) {
+	ts := map[string]Tensor{}
+	for i, n := range []int{readChunk/4 - 1, readChunk / 4, 3*readChunk/4 + 5, 1} {
+		d := make([]float32, n)
+		for j := range d {
+			d[j] = float32(i*1000003 + j)
+		}
+		ts[fmt.Sprint("t", i)] = Tensor{Shape: []int{n}, Data: d}
+	}
+	var b bytes.Buffer
+	if err := Encode(&b, ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "c.safetensors")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromRead, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDecode, err := Decode(bytes.NewReader(b.Bytes()), int64(b.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range ts {
+		for _, f := range []*File{fromRead, fromDecode} {
+			if got := f.Tensors[name].Data; !slices.Equal(got, want.Data) {
+				t.Errorf("%s: %d values read back, %d written, or different", name, len(got), len(want.Data))
+			}
+		}
+	}
+}
+
+// TestWriteMode: files written by Write (checkpoints, dumps) are 0644 like
+// the other outputs, not CreateTemp's 0600, and replacing a file keeps
+// that mode.
+func TestWriteMode(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix permissions")
+	}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	ts := map[string]Tensor{"a": {Shape: []int{1}, Data: []float32{1}}}
+	for range 2 {
+		if err := Write(path, ts, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o644 {
+			t.Errorf("mode %v, want -rw-r--r--", st.Mode().Perm())
+		}
 	}
 }
 

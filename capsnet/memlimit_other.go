@@ -1,0 +1,7 @@
+//go:build !linux
+
+package capsnet
+
+// addressSpaceLimit reports no address-space limit on platforms other than
+// Linux: the memory limit of a model is then MaxModelBytes alone.
+func addressSpaceLimit() (int64, bool) { return 0, false }
