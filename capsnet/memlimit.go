@@ -8,14 +8,20 @@ import (
 	"strings"
 )
 
-// MaxModelBytes bounds the memory of one model, 2 GiB by default: NewParams
-// refuses a config whose parameters need more, and NewNet and
-// NewInferenceNet refuse a Net whose parameters plus memory plan (the
-// Net's arena) need more, before allocating either. Each data-parallel
-// replica is one Net, checked alone. ModelMemoryLimit tells how the limit
-// in force derives from it (the environment variable MemoryEnv overrides
-// it; an address-space limit lowers it).
-var MaxModelBytes int64 = 2 << 30
+// MaxModelBytes bounds the memory of one model: NewParams refuses a config
+// whose parameters need more, and NewNet and NewInferenceNet refuse a Net
+// whose parameters plus memory plan (the Net's arena) need more, before
+// allocating either. Each data-parallel replica is one Net, checked alone.
+// 0, the default, means three quarters of the machine's memory (the
+// cgroup's memory limit when lower, 2 GiB where neither is known): what a
+// model can have before the kernel's OOM killer takes the process.
+// ModelMemoryLimit tells how the limit in force derives from it (the
+// environment variable MemoryEnv overrides it; an address-space limit
+// lowers it).
+var MaxModelBytes int64
+
+// defaultModelBytes is the limit where the machine's memory is unknown.
+const defaultModelBytes = 2 << 30
 
 // MemoryEnv names the environment variable that sets the memory limit of
 // one model in place of MaxModelBytes: a byte count, or a number with a
@@ -27,11 +33,12 @@ const MemoryEnv = "CAPSTAN_MAX_MEMORY"
 // gives it as is: a whole or decimal number of bytes with an optional
 // unit, B, KiB, MiB, GiB, TiB (powers of 1024; K, M, G, T too) or kB, KB,
 // MB, GB, TB (powers of 1000); units are case-insensitive except that kB,
-// KB, MB, GB and TB are decimal. Otherwise it is MaxModelBytes, lowered to
+// KB, MB, GB and TB are decimal. Otherwise it is MaxModelBytes (by default from the machine's memory), lowered to
 // half the process's address-space limit (ulimit -v, RLIMIT_AS on Linux)
 // when one is set, leaving the other half to the Go runtime, the data and
 // the optimizer state. A malformed or non-positive MemoryEnv is an error
-// naming it.
+// naming it. With MaxModelBytes 0 the limit is ¾ of the machine's memory
+// (see MaxModelBytes).
 func ModelMemoryLimit() (limit int64, source string, err error) {
 	if s := os.Getenv(MemoryEnv); s != "" {
 		v, err := parseBytes(s)
@@ -41,6 +48,12 @@ func ModelMemoryLimit() (limit int64, source string, err error) {
 		return v, MemoryEnv, nil
 	}
 	limit, source = MaxModelBytes, "capsnet.MaxModelBytes"
+	if limit <= 0 {
+		limit, source = defaultModelBytes, "the default of capsnet.MaxModelBytes"
+		if mem, what, ok := machineMemory(); ok {
+			limit, source = mem/4*3, "¾ of "+what
+		}
+	}
 	if as, ok := addressSpaceLimit(); ok && as/2 < limit {
 		limit, source = as/2, "half of ulimit -v"
 	}

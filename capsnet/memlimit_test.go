@@ -34,12 +34,23 @@ func TestParseBytes(t *testing.T) {
 func TestModelMemoryLimit(t *testing.T) {
 	t.Setenv(MemoryEnv, "")
 	limit, source, err := ModelMemoryLimit()
-	if as, ok := addressSpaceLimit(); ok && as/2 < MaxModelBytes {
+	want, wantSource := int64(defaultModelBytes), "the default of capsnet.MaxModelBytes"
+	if MaxModelBytes > 0 {
+		want, wantSource = MaxModelBytes, "capsnet.MaxModelBytes"
+	} else if mem, what, ok := machineMemory(); ok {
+		want, wantSource = mem/4*3, "¾ of "+what
+	}
+	if as, ok := addressSpaceLimit(); ok && as/2 < want {
 		if err != nil || limit != as/2 || source != "half of ulimit -v" {
 			t.Errorf("under ulimit -v %d: limit %d from %q, %v", as, limit, source, err)
 		}
-	} else if err != nil || limit != MaxModelBytes || source != "capsnet.MaxModelBytes" {
-		t.Errorf("default: limit %d from %q, %v", limit, source, err)
+	} else if err != nil || limit != want || source != wantSource {
+		t.Errorf("default: limit %d from %q, %v; want %d from %q", limit, source, err, want, wantSource)
+	}
+	if runtime.GOOS == "linux" {
+		if mem, what, ok := machineMemory(); !ok || mem < 64<<20 || !strings.Contains(what, "memory") {
+			t.Errorf("machineMemory on linux: %d, %q, %v", mem, what, ok)
+		}
 	}
 	t.Setenv(MemoryEnv, "3GiB")
 	if limit, source, err := ModelMemoryLimit(); err != nil || limit != 3<<30 || source != MemoryEnv {
