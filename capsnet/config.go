@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -236,15 +237,27 @@ func LoadConfig(name string) (Config, error) {
 	if _, err := os.Stat(name); err != nil && !strings.HasSuffix(name, ".json") {
 		return Config{}, fmt.Errorf("unknown model %q: not a preset (sabour, deep, deep-uniform, tiny-*, deep-nN-dD-LL) nor a config file", name)
 	}
-	b, err := os.ReadFile(name)
+	f, err := os.Open(name)
 	if err != nil {
 		return Config{}, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", name, err)
+	}
+	if len(b) > MaxConfigBytes {
+		return Config{}, fmt.Errorf("config %s: more than %d KiB, not a model config", name, MaxConfigBytes>>10)
 	}
 	return ParseConfig(b, name)
 }
 
+// MaxConfigBytes bounds a JSON config file (a real one is under 2 KiB).
+const MaxConfigBytes = 1 << 20
+
 // ParseConfig decodes a JSON config (unknown fields are errors) and
-// validates it; source names it in errors.
+// validates it, including that its parameters fit the memory limit of one
+// model (ModelMemoryLimit); source names it in errors.
 func ParseConfig(b []byte, source string) (Config, error) {
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -253,6 +266,11 @@ func ParseConfig(b []byte, source string) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: %v", source, err)
 	}
 	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", source, err)
+	}
+	// A model too large for this machine is refused here, where the
+	// error can name the file (or checkpoint) it came from.
+	if err := c.checkParamMemory(); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", source, err)
 	}
 	return c, nil

@@ -1,8 +1,11 @@
 package capsnet
 
 import (
+	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -229,4 +232,16 @@ func starvedLayers(t *testing.T, cfg Config) []string {
 		}
 	}
 	return out
+}
+
+// TestConfigFileTooLarge: a config file over MaxConfigBytes is refused
+// without reading it whole, naming the file.
+func TestConfigFileTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(path, bytes.Repeat([]byte(" "), MaxConfigBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a model config") {
+		t.Fatalf("LoadConfig of %d bytes: %v", MaxConfigBytes+1, err)
+	}
 }

@@ -100,11 +100,8 @@ func TestTerabyteConfig(t *testing.T) {
 		if err := safetensors.Write(path, nil, map[string]string{"format": CheckpointFormat, "config": cfg.JSON()}); err != nil {
 			t.Fatal(err)
 		}
-		ck, err := ReadCheckpoint(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ck.Params(nil); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "more than the limit of") {
+		// ReadCheckpoint refuses it already, naming the file.
+		if _, err := ReadCheckpoint(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "more than the limit of") {
 			t.Errorf("config %d in a checkpoint: %v", i, err)
 		}
 	}

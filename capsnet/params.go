@@ -48,21 +48,7 @@ func NewParams(cfg Config) (*Params, error) {
 	if err != nil {
 		return nil, err
 	}
-	count, err := cfg.ParamCount()
-	if err != nil {
-		return nil, err
-	}
-	limit, source, err := ModelMemoryLimit()
-	if err != nil {
-		return nil, err
-	}
-	tooBig := func(bytes int64) error {
-		if bytes <= limit {
-			return nil
-		}
-		return memoryError(cfg.Name, fmt.Sprintf("parameters need %s", fmtBytes(bytes)), bytes, limit, source)
-	}
-	if err := tooBig(4 * count); err != nil {
+	if err := cfg.checkParamMemory(); err != nil {
 		return nil, err
 	}
 	p := &Params{Config: cfg, Geo: geo, Arena: graph.NewArena(), byName: map[string]*Param{}}
@@ -96,7 +82,7 @@ func NewParams(cfg Config) (*Params, error) {
 		in = out
 	}
 	// The arena aligns every buffer: check its exact size too.
-	p.Arena.SetSizeCheck(tooBig)
+	p.Arena.SetSizeCheck(func(bytes int64) error { return checkBytes(cfg.Name, "parameters", bytes) })
 	if err := p.Arena.Seal(); err != nil {
 		return nil, err
 	}
@@ -169,4 +155,27 @@ func parseSquash(s string) (kernels.Squash, error) {
 		return kernels.SquashSabour, nil
 	}
 	return 0, fmt.Errorf("%q is not a squash kind (mazzia or sabour)", s)
+}
+
+// checkParamMemory refuses a config whose parameters alone need more than
+// the memory limit of one model (ModelMemoryLimit).
+func (c Config) checkParamMemory() error {
+	count, err := c.ParamCount()
+	if err != nil {
+		return err
+	}
+	return checkBytes(c.Name, "parameters", 4*count)
+}
+
+// checkBytes refuses what of a model needing more than the memory limit
+// of one model.
+func checkBytes(model, what string, bytes int64) error {
+	limit, source, err := ModelMemoryLimit()
+	if err != nil {
+		return err
+	}
+	if bytes > limit {
+		return memoryError(model, fmt.Sprintf("%s need %s", what, fmtBytes(bytes)), bytes, limit, source)
+	}
+	return nil
 }
