@@ -17,7 +17,8 @@
 #   ./build.sh tiles   the SGEMM tile sweep on this CPU (ROUNDS, BENCH, BENCHTIME): which
 #                      micro-kernel tile and blocking to use here (docs/sgemm-tiles.md)
 #   ./build.sh fuzz    run every fuzz target (func FuzzX in a _test.go) for FUZZTIME each
-#                      (default 5m; FUZZ=regexp narrows to matching targets); ./build.sh test
+#                      (default 5m; FUZZ=regexp narrows to matching targets, FUZZMINIMIZE=5s caps
+#                      the minimisation of each new input); ./build.sh test
 #                      runs each for 20s (CAPSTAN_FUZZTIME overrides, 0 skips); a failure
 #                      leaves its input in testdata/fuzz/FuzzX/ of the package: fix, then commit it
 #   ./build.sh data    fetch datasets ([-dir DIR] [mnist|fashion|all], default mnist; see tools/data)
@@ -153,7 +154,7 @@ run_fuzz() {
 		[[ $name =~ $filter ]] || continue
 		n=$((n + 1))
 		say "fuzz $pkg $name for $time"
-		if ! go test -run '^$' -fuzz "^$name\$" -fuzztime "$time" "$pkg" >"$log" 2>&1; then
+		if ! go test -run '^$' -fuzz "^$name\$" -fuzztime "$time" -fuzzminimizetime "${FUZZMINIMIZE:-5s}" "$pkg" >"$log" 2>&1; then
 			cat "$log" >&2
 			rm -f "$log"
 			die "fuzz target $name in $pkg failed: its input is in $pkg/testdata/fuzz/$name/ (fix the bug, then commit that file as a regression seed)"
