@@ -13,8 +13,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"image"
-	_ "image/png"
 	"io"
 	"os"
 	"runtime"
@@ -193,16 +191,11 @@ func loadEval(name, dir string, seed uint64) (*data.Dataset, error) {
 }
 
 func classify(p *capsnet.Params, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("-image: %w", err)
-	}
-	defer f.Close()
-	im, _, err := image.Decode(f)
-	if err != nil {
-		return fmt.Errorf("-image %s: %w", path, err)
-	}
 	in := p.Config.Input
+	im, err := readImage(path, in[2], in[1])
+	if err != nil {
+		return err
+	}
 	r := im.Bounds()
 	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
 		return fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), p.Config.Name, in[0], in[1], in[2])

@@ -258,12 +258,9 @@ func loadCIFARFiles(fsys fs.FS, display string, files []string, name string) (*D
 	n := 0
 	for _, f := range files {
 		shown := filepath.Join(display, f)
-		raw, err := readAllFS(fsys, f)
+		raw, err := readCIFARFile(fsys, f, shown, MaxImages-n)
 		if err != nil {
-			return nil, fmt.Errorf("data: loading %s: file %s: %w", name, shown, err)
-		}
-		if rem := len(raw) % cifarRecord; rem != 0 {
-			return nil, fmt.Errorf("data: loading %s: file %s: truncated: record %d has %d of %d bytes", name, shown, len(raw)/cifarRecord, rem, cifarRecord)
+			return nil, fmt.Errorf("data: loading %s: %w", name, err)
 		}
 		for r := 0; r < len(raw)/cifarRecord; r++ {
 			if y := raw[r*cifarRecord]; y > 9 {
@@ -292,11 +289,50 @@ func loadCIFARFiles(fsys fs.FS, display string, files []string, name string) (*D
 	return d, nil
 }
 
-func readAllFS(fsys fs.FS, name string) ([]byte, error) {
+// readCIFARFile reads the CIFAR-10 batch file name of fsys (shown is its
+// name in errors), which must hold whole records, at most MaxFileBytes of
+// them and at most maxRecords (what MaxImages leaves for this split). When
+// the file tells its size the checks come before the read and the buffer
+// is allocated once; otherwise it is read as it arrives, at most one byte
+// past the limit.
+func readCIFARFile(fsys fs.FS, name, shown string, maxRecords int) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("file %s: %w", shown, err)
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	check := func(size int64) error {
+		if size > MaxFileBytes {
+			return fmt.Errorf("file %s: more than the limit of %d bytes (data.MaxFileBytes)", shown, MaxFileBytes)
+		}
+		if rem := size % cifarRecord; rem != 0 {
+			return fmt.Errorf("file %s: truncated: record %d has %d of %d bytes", shown, size/cifarRecord, rem, cifarRecord)
+		}
+		if size/cifarRecord > int64(maxRecords) {
+			return fmt.Errorf("file %s: %d records make the split more than the limit of %d images (data.MaxImages)", shown, size/cifarRecord, MaxImages)
+		}
+		return nil
+	}
+	if size := knownSize(f); size >= 0 {
+		if err := check(size); err != nil {
+			return nil, err
+		}
+		raw := make([]byte, size)
+		if got, err := io.ReadFull(f, raw); err != nil {
+			return nil, fmt.Errorf("file %s: truncated: %d of the %d bytes its size announced: %w", shown, got, size, unexpected(err))
+		}
+		var b [1]byte
+		if k, _ := f.Read(b[:]); k > 0 {
+			return nil, fmt.Errorf("file %s: grew while being read", shown)
+		}
+		return raw, nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", shown, err)
+	}
+	if err := check(int64(len(raw))); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }

@@ -1,10 +1,15 @@
 package data
 
 import (
+	"bytes"
+	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"testing/fstest"
+
+	"github.com/capstan-ml/capstan"
 )
 
 // writeMNISTDir writes the four standard files into dir: the train split
@@ -249,4 +254,161 @@ func TestNewDatasetAndValidate(t *testing.T) {
 	d.X[7] = 0
 	d.Y[2] = 10
 	wantErr(t, d.Validate(), "label 10 of image 2")
+}
+
+// mnistFS returns the four standard files of a small MNIST-format data set
+// (the first nTrain and nTest digits of the embedded MNIST, raw), for
+// fstest.MapFS tests.
+func mnistFS(t testing.TB, nTrain, nTest int) fstest.MapFS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for _, s := range []struct {
+		img, lbl string
+		n        int
+	}{{mnistTrainImages, mnistTrainLabels, nTrain}, {mnistTestImages, mnistTestLabels, nTest}} {
+		img, err := ReadIDXImagesFS(capstan.EmbeddedMNIST, s.img+".gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lbl, err := ReadIDXLabelsFS(capstan.EmbeddedMNIST, s.lbl+".gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := &IDXImages{N: s.n, Rows: img.Rows, Cols: img.Cols, Pix: img.Pix[:s.n*img.Rows*img.Cols]}
+		var a, b bytes.Buffer
+		if err := WriteIDXImages(&a, sub); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteIDXLabels(&b, lbl[:s.n]); err != nil {
+			t.Fatal(err)
+		}
+		fsys[s.img] = &fstest.MapFile{Data: a.Bytes()}
+		fsys[s.lbl] = &fstest.MapFile{Data: b.Bytes()}
+	}
+	return fsys
+}
+
+// TestLoadMNISTFSErrors: the embedded-data loader goes through the same
+// readers: every bad file is an error naming it, a gzip bomb included.
+func TestLoadMNISTFSErrors(t *testing.T) {
+	good := mnistFS(t, 5, 3)
+	tr, te, err := LoadMNISTFS(good, ".", "small")
+	if err != nil || tr.N != 5 || te.N != 3 || tr.Y[0] != 5 || te.Y[0] != 7 {
+		t.Fatalf("small set: %v", err)
+	}
+	with := func(name string, data []byte) fstest.MapFS {
+		fsys := fstest.MapFS{}
+		for k, v := range good {
+			fsys[k] = v
+		}
+		fsys[name] = &fstest.MapFile{Data: data}
+		return fsys
+	}
+	lbl := func(labels ...uint8) []byte {
+		_, b := idxBytes(t, nil, labels)
+		return b
+	}
+	gzImages := gzipBytes(t, good[mnistTestImages].Data)
+	for _, c := range []struct {
+		fsys fstest.MapFS
+		want []string
+	}{
+		{with(mnistTrainLabels, lbl(1, 2, 3, 4)), []string{"loading small-train", "file train-labels-idx1-ubyte has 4 labels but file train-images-idx3-ubyte has 5 images"}},
+		{with(mnistTestLabels, lbl(1, 2, 10)), []string{"loading small-test", "file t10k-labels-idx1-ubyte: label 10 of item 2 is outside 0..9"}},
+		{with(mnistTrainLabels, idxHeader(20_000_000, 0, 0, true)), []string{"file train-labels-idx1-ubyte: declares 20000000 labels, more than the limit of 10000000 (data.MaxImages)"}},
+		{with(mnistTestImages, good[mnistTestImages].Data[:1000]), []string{"file t10k-images-idx3-ubyte: truncated: declares 3 images of 28×28 but holds 1"}},
+		{with(mnistTestImages, gzImages[:len(gzImages)-10]), []string{"file t10k-images-idx3-ubyte: truncated"}},
+		{with(mnistTrainImages, good[mnistTrainLabels].Data), []string{"file train-images-idx3-ubyte: bad magic 2049"}},
+	} {
+		_, _, err := LoadMNISTFS(c.fsys, ".", "small")
+		wantErr(t, err, c.want...)
+		oneLine(t, err)
+	}
+
+	// a gzip bomb as the training images: about 100 KB declaring 10
+	// images and expanding to 100 MB, refused without reading it whole
+	if testing.Short() {
+		return
+	}
+	fsys := with(mnistTrainImages, nil)
+	delete(fsys, mnistTrainImages)
+	fsys[mnistTrainImages+".gz"] = &fstest.MapFile{Data: zeroBomb(t, idxHeader(10, 28, 28, false), 100<<20)}
+	alloc := allocated(func() { _, _, err = LoadMNISTFS(fsys, ".", "small") })
+	wantErr(t, err, "file train-images-idx3-ubyte.gz: data after the 10 images of 28×28 the header declares")
+	if alloc > 4<<20 {
+		t.Errorf("gzip bomb through LoadMNISTFS: allocated %d bytes", alloc)
+	}
+}
+
+// noSizeFS hides the size of its files (no Seek), as a pipe or a network
+// file system would: readers must then read with a bound.
+type noSizeFS struct{ fs.FS }
+
+func (f noSizeFS) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return struct{ fs.File }{file}, nil
+}
+
+// cifarFS returns the six CIFAR-10 files with the given record counts.
+func cifarFS(t testing.TB, counts []int) fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for f, name := range cifarNames() {
+		raw := make([]byte, counts[f]*cifarRecord)
+		for r := 0; r < counts[f]; r++ {
+			raw[r*cifarRecord] = byte((f + r) % 10)
+			for k := 1; k < cifarRecord; k++ {
+				raw[r*cifarRecord+k] = byte(f*7 + r*3 + k)
+			}
+		}
+		fsys[name] = &fstest.MapFile{Data: raw}
+	}
+	return fsys
+}
+
+// TestCIFAR10Limits: record counts and file sizes are checked against
+// MaxImages and MaxFileBytes before the records are read when the size is
+// known, and with a bounded read otherwise; errors name the file.
+func TestCIFAR10Limits(t *testing.T) {
+	defer func(n int, b int64) { MaxImages, MaxFileBytes = n, b }(MaxImages, MaxFileBytes)
+	fsys := cifarFS(t, []int{3, 2, 1, 2, 3, 4})
+	for _, sized := range []bool{true, false} {
+		var f fs.FS = fsys
+		if !sized {
+			f = noSizeFS{fsys}
+		}
+		MaxImages, MaxFileBytes = 1000, 1<<30
+		tr, te, err := LoadCIFAR10FS(f)
+		if err != nil || tr.N != 11 || te.N != 4 {
+			t.Fatalf("sized %v: %v", sized, err)
+		}
+		if err := tr.Validate(); err != nil {
+			t.Fatal(err)
+		}
+
+		MaxImages = 4 // the split's 4th and 5th records are in data_batch_2.bin
+		_, _, err = LoadCIFAR10FS(f)
+		wantErr(t, err, "loading cifar10-train", "file data_batch_2.bin: 2 records make the split more than the limit of 4 images (data.MaxImages)")
+		oneLine(t, err)
+
+		MaxImages, MaxFileBytes = 1000, 2*cifarRecord
+		var alloc uint64
+		alloc = allocated(func() { _, _, err = LoadCIFAR10FS(f) })
+		wantErr(t, err, "file data_batch_1.bin: more than the limit of 6146 bytes (data.MaxFileBytes)")
+		if alloc > 1<<20 {
+			t.Errorf("sized %v: allocated %d bytes", sized, alloc)
+		}
+		MaxFileBytes = 1 << 30
+
+		bad := cifarFS(t, []int{3, 2, 1, 2, 3, 4})
+		bad["test_batch.bin"] = &fstest.MapFile{Data: bad["test_batch.bin"].Data[:3*cifarRecord+7]}
+		f = bad
+		if !sized {
+			f = noSizeFS{bad}
+		}
+		_, _, err = LoadCIFAR10FS(f)
+		wantErr(t, err, "loading cifar10-test", "file test_batch.bin: truncated: record 3 has 7 of 3073 bytes")
+	}
 }
