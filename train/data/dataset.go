@@ -258,7 +258,7 @@ func loadCIFARFiles(fsys fs.FS, display string, files []string, name string) (*D
 	n := 0
 	for _, f := range files {
 		shown := filepath.Join(display, f)
-		raw, err := readCIFARFile(fsys, f, shown, MaxImages-n)
+		raw, err := readCIFARFile(fsys, f, shown, min(MaxImages, int(MaxFileBytes/cifarRecord))-n)
 		if err != nil {
 			return nil, fmt.Errorf("data: loading %s: %w", name, err)
 		}
@@ -309,7 +309,7 @@ func readCIFARFile(fsys fs.FS, name, shown string, maxRecords int) ([]byte, erro
 			return fmt.Errorf("file %s: truncated: record %d has %d of %d bytes", shown, size/cifarRecord, rem, cifarRecord)
 		}
 		if size/cifarRecord > int64(maxRecords) {
-			return fmt.Errorf("file %s: %d records make the split more than the limit of %d images (data.MaxImages)", shown, size/cifarRecord, MaxImages)
+			return fmt.Errorf("file %s: %d records make the split more than the limit of %d images (data.MaxImages) or %d bytes (data.MaxFileBytes)", shown, size/cifarRecord, MaxImages, MaxFileBytes)
 		}
 		return nil
 	}

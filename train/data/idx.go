@@ -37,9 +37,12 @@ var (
 	// 4096×4096.
 	MaxImagePixels = 4096 * 4096
 	// MaxFileBytes is the most bytes of payload (pixels or labels, after
-	// decompression; whole records for CIFAR-10) one data file may hold:
-	// 1 GiB. A data set loader also holds 4 bytes a pixel as float32.
-	MaxFileBytes int64 = 1 << 30
+	// decompression; whole records for CIFAR-10) one data file, and the
+	// files of one CIFAR-10 split together, may hold: 192 MiB (MNIST's
+	// training images are 45 MiB, CIFAR-10's training split 147 MiB). A
+	// loaded split holds 4 bytes a pixel as float32, so a training and a
+	// validation split stay within 1.5 GiB, on a 4 GB board too.
+	MaxFileBytes int64 = 192 << 20
 )
 
 // maxDeflateRatio is the most a deflate stream (hence a gzip file) can

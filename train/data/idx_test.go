@@ -240,6 +240,7 @@ func oneLine(t *testing.T, err error) {
 // or not, with an error naming the file and the limit, and allocating
 // next to nothing.
 func TestIDXDeclaredLimits(t *testing.T) {
+	useMaxFileBytes(t, 1<<30) // the cases were sized for a 1 GiB limit; they test the checks, not the value
 	for _, c := range []struct {
 		name   string
 		hdr    []byte
@@ -277,6 +278,7 @@ func TestIDXDeclaredLimits(t *testing.T) {
 // size is known (raw: exactly; gzip: at most maxDeflateRatio times), and
 // with the buffer grown only as far as the data that arrived otherwise.
 func TestIDXDeclaredVersusSize(t *testing.T) {
+	useMaxFileBytes(t, 1<<30) // the cases were sized for a 1 GiB limit; they test the checks, not the value
 	dir := t.TempDir()
 	img, _ := randomIDX(3, 10, 28, 28)
 	raw, _ := idxBytes(t, img, nil)
@@ -355,6 +357,7 @@ func zeroBomb(t *testing.T, hdr []byte, n int) []byte {
 // refused, with its name, without decompressing or holding the 100 MB,
 // whatever its header declares.
 func TestIDXGzipBomb(t *testing.T) {
+	useMaxFileBytes(t, 1<<30) // the cases were sized for a 1 GiB limit; they test the checks, not the value
 	if testing.Short() {
 		t.Skip("compresses 300 MB")
 	}
@@ -416,5 +419,24 @@ func TestIDXGzipBomb(t *testing.T) {
 	t.Logf("a stream declaring 784 MB and holding 100 MB: %d bytes allocated", alloc)
 	if alloc > 3*expands {
 		t.Errorf("declares-million as a stream: allocated %d bytes for %d bytes of data", alloc, expands)
+	}
+}
+
+// useMaxFileBytes sets MaxFileBytes for the test.
+func useMaxFileBytes(t *testing.T, v int64) {
+	prev := MaxFileBytes
+	MaxFileBytes = v
+	t.Cleanup(func() { MaxFileBytes = prev })
+}
+
+// TestDefaultLimitsHoldRealData: the default limits admit the largest
+// real files and splits (MNIST training images, CIFAR-10's training
+// split) and keep a loaded split's float32 pixels under 1 GiB.
+func TestDefaultLimitsHoldRealData(t *testing.T) {
+	if MaxFileBytes < 60000*784 || MaxFileBytes < 50000*3073 || MaxImages < 60000 {
+		t.Errorf("MaxFileBytes %d, MaxImages %d: too small for MNIST or CIFAR-10", MaxFileBytes, MaxImages)
+	}
+	if 4*MaxFileBytes > 1<<30 {
+		t.Errorf("MaxFileBytes %d: a loaded split could hold %d bytes of float32 pixels, more than 1 GiB", MaxFileBytes, 4*MaxFileBytes)
 	}
 }
