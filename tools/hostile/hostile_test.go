@@ -43,8 +43,6 @@ func buildTools(t *testing.T) string {
 		}
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// Run the binaries once: under qemu-user (GOARCH=arm64 tests) a
-	// host-built binary runs, but check anyway.
 	return bin
 }
 
@@ -237,6 +235,8 @@ func TestHostileInputUnderMemoryLimit(t *testing.T) {
 			switch {
 			case err == nil:
 				t.Fatalf("exit 0; want a refusal. stdout:\n%s", stdout.String())
+			case errors.Is(err, syscall.ENOEXEC) || strings.Contains(msg, "Exec format error"):
+				t.Skipf("cannot run the built tools here (qemu-user without binfmt): %v", err)
 			case !errors.As(err, &ee):
 				t.Fatalf("%v", err)
 			case ctx.Err() != nil:
