@@ -189,11 +189,12 @@ func TestKillAnywhereResumes(t *testing.T) {
 		kinds[p]++
 	}
 	t.Logf("%d fault points: %v", len(points), kinds)
-	// Every point with the best kernels; every 5th in the forced-kernel
-	// and noasm passes of ./build.sh test (the points do not depend on the
-	// kernels, and the reference kernels are slow).
+	// Every point with the best SIMD kernels; every 5th with forced or
+	// reference kernels, as in the forced-kernel and noasm passes of
+	// ./build.sh test (the points do not depend on the kernels, and the
+	// reference kernels are slow).
 	stride := 1
-	if av := kernels.Available(); kernels.Impl() != av[len(av)-1] {
+	if av := kernels.Available(); kernels.Impl() != av[len(av)-1] || kernels.Impl() == "ref" {
 		stride = 5
 	}
 	for n := 1; n <= len(points); n += stride {
