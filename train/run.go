@@ -39,7 +39,7 @@ type Options struct {
 	// 0 disables).
 	TargetAcc float64
 	Seed      uint64
-	// OutDir receives checkpoint.safetensors, optimizer.safetensors and
+	// OutDir receives checkpoint.safetensors, optimizer-STEP.safetensors and
 	// metrics.ndjson.
 	OutDir string
 	// Resume names a checkpoint directory (or file) to continue from.
