@@ -7,11 +7,16 @@
 // capsules; and the mean and standard deviation of every capsule norm and
 // every coupling, for the figures.
 //
+// Invariance accumulates the viewpoint invariance of spec §7 for one
+// transformation at one magnitude: per capsule, the correlation of its
+// norms on original and transformed images, and per layer their mean.
+//
 // Stats never holds the activations of more than the batch it is given:
 // each capsule and coupling has a float64 running mean and variance
 // (Welford's update), so k images cost the same memory as one batch.
 // Standard deviations are population ones (ddof 0), as the spec says. It
 // reads a Net only through its accessors (Layers, Capsules, Couplings).
+// Invariance keeps three float64 sums per capsule likewise.
 //
 //	st := analysis.New(net.Layers(), analysis.DefaultThresholds())
 //	for each batch {
