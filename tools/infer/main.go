@@ -40,7 +40,7 @@ value or argument.
 
 // evalData lists the -data names: the training data sets and AffNIST
 // generated from the MNIST or the embedded test digits.
-var evalData = append(slices.Clone(data.DataSets), "affnist", "affnist-embedded")
+var evalData = data.TestSets
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
@@ -90,7 +90,7 @@ func run(args []string) error {
 	if *img != "" {
 		return classify(p, *img)
 	}
-	ds, err := loadEval(*dataName, *dataDir, *seed)
+	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
 	if err != nil {
 		return fmt.Errorf("-data %s: %w", *dataName, err)
 	}
@@ -171,23 +171,6 @@ func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, thre
 		}
 	}
 	return nil
-}
-
-func loadEval(name, dir string, seed uint64) (*data.Dataset, error) {
-	switch name {
-	case "affnist", "affnist-embedded":
-		src := "mnist"
-		if name == "affnist-embedded" {
-			src = "embedded"
-		}
-		_, test, err := data.LoadNamed(src, dir)
-		if err != nil {
-			return nil, err
-		}
-		return data.AffNIST(test, seed)
-	}
-	_, test, err := data.LoadNamed(name, dir)
-	return test, err
 }
 
 func classify(p *capsnet.Params, path string) error {

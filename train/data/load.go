@@ -34,3 +34,27 @@ func LoadNamed(name, dir string) (trainSet, testSet *Dataset, err error) {
 	}
 	return nil, nil, fmt.Errorf("unknown data set %q (one of %v)", name, DataSets)
 }
+
+// TestSets lists the names LoadTest accepts: DataSets and the generated
+// AffNIST of the MNIST or embedded test digits.
+var TestSets = append(append([]string(nil), DataSets...), "affnist", "affnist-embedded")
+
+// LoadTest loads the test split of a data set by name (see LoadNamed), or
+// generates AffNIST (spec §6, seeded) from the MNIST ("affnist") or the
+// embedded ("affnist-embedded") test digits.
+func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
+	switch name {
+	case "affnist", "affnist-embedded":
+		src := "mnist"
+		if name == "affnist-embedded" {
+			src = "embedded"
+		}
+		_, test, err := LoadNamed(src, dir)
+		if err != nil {
+			return nil, err
+		}
+		return AffNIST(test, seed)
+	}
+	_, test, err := LoadNamed(name, dir)
+	return test, err
+}

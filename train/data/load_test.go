@@ -31,3 +31,23 @@ func TestLoadNamed(t *testing.T) {
 		t.Errorf("mnist from %s: %v", dir, err)
 	}
 }
+
+// TestLoadTest: the embedded test split, AffNIST generated from it (same
+// count, 40×40, reproducible by seed), and an unknown name.
+func TestLoadTest(t *testing.T) {
+	te, err := LoadTest("embedded", "", 1)
+	if err != nil || te.N != 1000 {
+		t.Fatalf("embedded: %v (%v images)", err, te)
+	}
+	a, err := LoadTest("affnist-embedded", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := LoadTest("affnist-embedded", "", 3)
+	if a.N != 1000 || a.H != 40 || a.W != 40 || a.X[40*40*5+820] != b.X[40*40*5+820] {
+		t.Errorf("affnist-embedded: %d images of %d×%d, not reproducible by seed", a.N, a.H, a.W)
+	}
+	if _, err := LoadTest("nope", "", 1); err == nil {
+		t.Error("unknown data set accepted")
+	}
+}

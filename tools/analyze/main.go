@@ -1,0 +1,159 @@
+// Command analyze prints the parse-tree statistics of "Why Capsule Neural
+// Networks Do Not Scale" (spec §7) for one or more checkpoints: the
+// paper's Table 1 (capsules alive, dyr, dys per routing layer) and Table 2
+// (cnm, cns, car, cas, cdr, cds per capsule layer), as text or Markdown,
+// mean ± std over the checkpoints when several are given; -json writes
+// every figure.
+//
+//	go run ./tools/analyze                                   # the default run, embedded test digits
+//	go run ./tools/analyze -checkpoint a.safetensors -checkpoint b.safetensors -data affnist-embedded
+//	go run ./tools/analyze -markdown -json stats.json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/eval"
+)
+
+func main() {
+	os.Exit(cli.Exit(os.Stderr, "analyze", run(os.Args[1:], os.Stdout)))
+}
+
+const (
+	summary = "analyze: parse-tree statistics (the paper's Tables 1 and 2) of checkpoints on a data set; usage: analyze [flags]"
+	notes   = `Exit status: 0 done, 1 error (a file, model or data set), 2 bad flag, flag
+value or argument.
+`
+)
+
+var analyzeData = data.TestSets
+
+// files is a repeatable string flag.
+type files []string
+
+func (f *files) String() string     { return strings.Join(*f, ",") }
+func (f *files) Set(s string) error { *f = append(*f, s); return nil }
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
+	cli.SetUsage(fs, summary, notes)
+	var cks files
+	fs.Var(&cks, "checkpoint", "checkpoint to analyse; repeat for several models of one architecture (default runs/default/checkpoint.safetensors)")
+	dataName := fs.String("data", "embedded", "test images: "+strings.Join(analyzeData, ", ")+" (AffNIST generated from the MNIST / embedded test digits)")
+	dataDir := fs.String("data-dir", "", "directory holding the data set")
+	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations")
+	k := fs.Int("k", 0, "images to analyse (0: all of the data set)")
+	batch := fs.Int("batch", 100, fmt.Sprintf("batch size, 1 to %d (memory does not grow with -k)", capsnet.MaxBatch))
+	th := analysis.DefaultThresholds()
+	fs.Float64Var(&th.Active, "active", th.Active, "ε_active: a capsule is active in an image when its norm is ≥ this")
+	fs.Float64Var(&th.Dead1, "dead-mean", th.Dead1, "ε₁: a capsule is dead when the mean of its norms is ≤ this (and their std ≤ -dead-std)")
+	fs.Float64Var(&th.Dead2, "dead-std", th.Dead2, "ε₂: the std bound of a dead capsule")
+	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
+	jsonOut := fs.String("json", "", "also write the tables' figures (for each checkpoint and over all) to this JSON file")
+	if err := cli.Parse(fs, args, 0, stdout); err != nil {
+		return err
+	}
+	if err := cli.Int("batch", *batch, 1, capsnet.MaxBatch); err != nil {
+		return err
+	}
+	if err := cli.Int("k", *k, 0, data.MaxImages); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"active", th.Active}, {"dead-mean", th.Dead1}, {"dead-std", th.Dead2}} {
+		if err := cli.Float(f.name, f.v, 0, 1e6, false); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(analyzeData, *dataName) {
+		return cli.Usagef("-data %q: want one of %s", *dataName, strings.Join(analyzeData, ", "))
+	}
+	if len(cks) == 0 {
+		cks = files{"runs/default/checkpoint.safetensors"}
+	}
+	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
+	if err != nil {
+		return fmt.Errorf("-data %s: %w", *dataName, err)
+	}
+	type perCheckpoint struct {
+		Checkpoint string
+		Model      string
+		Tables     analysis.Tables
+	}
+	var all []perCheckpoint
+	var reps []analysis.Report
+	var model *capsnet.Config // the first checkpoint's: every other must hold the same
+	for _, path := range cks {
+		ck, err := capsnet.ReadCheckpoint(path)
+		if err != nil {
+			return fmt.Errorf("-checkpoint: %w", err)
+		}
+		p, err := ck.Params(nil)
+		if err != nil {
+			return fmt.Errorf("-checkpoint: %w", err)
+		}
+		if model == nil {
+			model = &p.Config
+		} else if p.Config.JSON() != model.JSON() {
+			return fmt.Errorf("-checkpoint %s holds model %s, %s holds %s: the tables average models of one configuration (seeds); analyse others separately", path, p.Config.Name, cks[0], model.Name)
+		}
+		in := p.Config.Input
+		if in[0] != ds.C {
+			return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
+		}
+		cfg := data.BatchConfig{Size: min(*batch, ds.N)}
+		if in[1] != ds.H || in[2] != ds.W {
+			cfg.Placement, cfg.CanvasH, cfg.CanvasW = data.PlacementCenter, in[1], in[2]
+		}
+		b, err := data.NewBatcher(ds, cfg)
+		if err != nil {
+			return err
+		}
+		rep, err := eval.ParseTree(p, b, *k, th)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		one, err := analysis.Summarize([]analysis.Report{rep})
+		if err != nil {
+			return err
+		}
+		all = append(all, perCheckpoint{path, p.Config.Name, one})
+		reps = append(reps, rep)
+	}
+	tables, err := analysis.Summarize(reps)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s on %s (%d checkpoint(s))\n", all[0].Model, ds.Name, len(all))
+	if *markdown {
+		err = tables.WriteMarkdown(stdout)
+	} else {
+		err = tables.WriteText(stdout)
+	}
+	if err != nil || *jsonOut == "" {
+		return err
+	}
+	return safetensors.WriteAtomic(*jsonOut, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Data        string
+			Tables      analysis.Tables
+			Checkpoints []perCheckpoint
+		}{ds.Name, tables, all})
+	})
+}

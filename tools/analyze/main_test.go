@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/tools/internal/clitest"
+)
+
+// TestTables analyses two checkpoints of one architecture on 30 embedded
+// test digits: both tables in text and Markdown, mean ± std over the two,
+// and the JSON of every figure.
+func TestTables(t *testing.T) {
+	a := clitest.Checkpoint(t, "tiny-deep")
+	b := clitest.Checkpoint(t, "tiny-deep-uniform")
+	js := filepath.Join(t.TempDir(), "stats.json")
+	var out bytes.Buffer
+	if err := run([]string{"-checkpoint", a, "-k", "30", "-batch", "16", "-json", js}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tiny-deep on mnist-embedded-test (1 checkpoint(s))", "30 image(s)", "ε_active = 0.05, ε₁ = 0.01, ε₂ = 0.01",
+		"Table 1: routing", "primary → caps.0", "caps.0 → caps.1", "Table 2: capsule layers", "cnm", "cds"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	raw, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Data   string
+		Tables struct {
+			K      int
+			Table2 []struct {
+				Layer string
+				CNS   struct{ Mean, Std *float64 }
+			}
+		}
+		Checkpoints []struct{ Checkpoint string }
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, raw)
+	}
+	if doc.Tables.K != 30 || len(doc.Tables.Table2) != 3 || doc.Tables.Table2[0].CNS.Mean == nil || *doc.Tables.Table2[0].CNS.Mean <= 0 || len(doc.Checkpoints) != 1 {
+		t.Errorf("JSON figures: %s", raw)
+	}
+	// Two checkpoints of one architecture: mean ± std in Markdown.
+	out.Reset()
+	a2 := clitest.Checkpoint(t, "tiny-deep")
+	if err := run([]string{"-checkpoint", a, "-checkpoint", a2, "-k", "10", "-markdown"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| routing layer | capsules alive | dyr | dys |") || !strings.Contains(out.String(), "2 checkpoint(s)") {
+		t.Errorf("Markdown output:\n%s", out.String())
+	}
+	// Two architectures cannot be averaged.
+	if err := run([]string{"-checkpoint", a, "-checkpoint", b, "-k", "5"}, &out); err == nil || !strings.Contains(err.Error(), "one configuration") {
+		t.Errorf("two architectures: %v", err)
+	}
+}
+
+// TestBadFlags: out-of-range values are usage errors naming the flag.
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"-active", "nan"}, {"-k", "-1"}, {"-batch", "0"}, {"-data", "nope"}, {"extra"}} {
+		err := run(args, &bytes.Buffer{})
+		var ue cli.UsageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+	if err := run([]string{"-checkpoint", filepath.Join(t.TempDir(), "none.safetensors")}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "none.safetensors") {
+		t.Errorf("missing checkpoint: %v", err)
+	}
+}

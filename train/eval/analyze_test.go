@@ -1,0 +1,56 @@
+package eval
+
+import (
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/train/data"
+)
+
+// TestParseTree: the statistics over 10 images in batches of 4 (the last
+// one partial) equal those of one batch of 10, and k limits the images.
+func TestParseTree(t *testing.T) {
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(2)
+	_, te, err := data.LoadEmbeddedMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := te.Slice(0, 10)
+	run := func(size, k int) analysis.Report {
+		b, err := data.NewBatcher(ds, data.BatchConfig{Size: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := ParseTree(p, b, k, analysis.DefaultThresholds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	a, one, seven := run(4, 0), run(10, 0), run(4, 7)
+	for l := range a.Layers {
+		x, y := a.Layers[l], one.Layers[l]
+		if x.K != 10 || y.K != 10 || seven.Layers[l].K != 7 {
+			t.Fatalf("layer %d: k %d, %d, %d; want 10, 10, 7", l, x.K, y.K, seven.Layers[l].K)
+		}
+		if d := x.CNS - y.CNS; d > 1e-9 || d < -1e-9 || x.CDS != y.CDS || x.CAS != y.CAS {
+			t.Errorf("layer %d: batches of 4 give cns %v cds %d cas %v, one batch %v %d %v", l, x.CNS, x.CDS, x.CAS, y.CNS, y.CDS, y.CAS)
+		}
+	}
+	if _, err := ParseTree(p, mustBatcher(t, ds, 40), 0, analysis.DefaultThresholds()); err == nil {
+		t.Error("40×40 images into a 28×28 model accepted")
+	}
+}
+
+func mustBatcher(t *testing.T, ds *data.Dataset, canvas int) *data.Batcher {
+	b, err := data.NewBatcher(ds, data.BatchConfig{Size: 4, Placement: data.PlacementCenter, CanvasH: canvas, CanvasW: canvas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
