@@ -147,24 +147,22 @@ func (t Tables) caption() string {
 
 // WriteText prints both tables aligned for a terminal.
 func (t Tables) WriteText(w io.Writer) error {
-	h1, r1, h2, r2 := t.rows()
-	var b strings.Builder
-	fmt.Fprintf(&b, "Parse-tree statistics (%s)\n\nTable 1: routing\n", t.caption())
-	writeAligned(&b, h1, r1)
-	b.WriteString("\nTable 2: capsule layers\n")
-	writeAligned(&b, h2, r2)
-	_, err := io.WriteString(w, b.String())
-	return err
+	return t.write(w, "Table 1: routing\n", "\nTable 2: capsule layers\n", writeAligned)
 }
 
 // WriteMarkdown prints both tables as Markdown.
 func (t Tables) WriteMarkdown(w io.Writer) error {
+	return t.write(w, "**Table 1: routing**\n\n", "\n**Table 2: capsule layers**\n\n", writeMarkdown)
+}
+
+// write prints the caption, then each table after its title with table.
+func (t Tables) write(w io.Writer, title1, title2 string, table func(*strings.Builder, []string, [][]string)) error {
 	h1, r1, h2, r2 := t.rows()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Parse-tree statistics (%s)\n\n**Table 1: routing**\n\n", t.caption())
-	writeMarkdown(&b, h1, r1)
-	b.WriteString("\n**Table 2: capsule layers**\n\n")
-	writeMarkdown(&b, h2, r2)
+	fmt.Fprintf(&b, "Parse-tree statistics (%s)\n\n%s", t.caption(), title1)
+	table(&b, h1, r1)
+	b.WriteString(title2)
+	table(&b, h2, r2)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
