@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -60,6 +61,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.Float64Var(&th.Active, "active", th.Active, "ε_active: a capsule is active in an image when its norm is ≥ this")
 	fs.Float64Var(&th.Dead1, "dead-mean", th.Dead1, "ε₁: a capsule is dead when the mean of its norms is ≤ this (and their std ≤ -dead-std)")
 	fs.Float64Var(&th.Dead2, "dead-std", th.Dead2, "ε₂: the std bound of a dead capsule")
+	inv := fs.String("invariance", "", "also measure viewpoint invariance for these transformation families (comma-separated: rotation, shear, scale, translate-x, translate-y, or all), each over its default magnitudes")
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
 	jsonOut := fs.String("json", "", "also write the tables' figures (for each checkpoint and over all) to this JSON file")
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
@@ -82,6 +84,18 @@ func run(args []string, stdout io.Writer) error {
 	if !slices.Contains(analyzeData, *dataName) {
 		return cli.Usagef("-data %q: want one of %s", *dataName, strings.Join(analyzeData, ", "))
 	}
+	var families []data.Family
+	if *inv == "all" {
+		families = data.Families()
+	} else if *inv != "" {
+		for _, name := range strings.Split(*inv, ",") {
+			f, err := data.ParseFamily(strings.TrimSpace(name))
+			if err != nil {
+				return cli.Usagef("-invariance: %v", err)
+			}
+			families = append(families, f)
+		}
+	}
 	if len(cks) == 0 {
 		cks = files{"runs/default/checkpoint.safetensors"}
 	}
@@ -93,6 +107,7 @@ func run(args []string, stdout io.Writer) error {
 		Checkpoint string
 		Model      string
 		Tables     analysis.Tables
+		Invariance []invPoint `json:",omitempty"`
 	}
 	var all []perCheckpoint
 	var reps []analysis.Report
@@ -131,7 +146,15 @@ func run(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		all = append(all, perCheckpoint{path, p.Config.Name, one})
+		var pts []invPoint
+		if len(families) > 0 {
+			res, err := eval.Invariance(p, b, *k, families, nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			pts = invPoints(res)
+		}
+		all = append(all, perCheckpoint{path, p.Config.Name, one, pts})
 		reps = append(reps, rep)
 	}
 	tables, err := analysis.Summarize(reps)
@@ -144,8 +167,32 @@ func run(args []string, stdout io.Writer) error {
 	} else {
 		err = tables.WriteText(stdout)
 	}
-	if err != nil || *jsonOut == "" {
+	if err != nil {
 		return err
+	}
+	if len(families) > 0 {
+		fmt.Fprintf(stdout, "\nViewpoint invariance: mean over capsules of corr(norms on original, on transformed images), per layer\n")
+		for _, c := range all {
+			fmt.Fprintf(stdout, "%s\n%-12s %9s", c.Checkpoint, "family", "magnitude")
+			for _, l := range c.Invariance[0].Layers {
+				fmt.Fprintf(stdout, " %9s", l.Name)
+			}
+			fmt.Fprintln(stdout)
+			for _, pt := range c.Invariance {
+				fmt.Fprintf(stdout, "%-12s %9g", pt.Family, pt.Magnitude)
+				for _, l := range pt.Layers {
+					if l.Corr == nil {
+						fmt.Fprintf(stdout, " %9s", "–")
+					} else {
+						fmt.Fprintf(stdout, " %9.4f", *l.Corr)
+					}
+				}
+				fmt.Fprintln(stdout)
+			}
+		}
+	}
+	if *jsonOut == "" {
+		return nil
 	}
 	return safetensors.WriteAtomic(*jsonOut, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -156,4 +203,36 @@ func run(args []string, stdout io.Writer) error {
 			Checkpoints []perCheckpoint
 		}{ds.Name, tables, all})
 	})
+}
+
+// invPoint is an eval.InvariancePoint as printed and written to JSON: the
+// family by name, and a layer's corr null when undefined (every capsule
+// dead), which JSON cannot hold as NaN.
+type invPoint struct {
+	Family    string
+	Magnitude float64
+	K         int
+	Layers    []invLayer
+}
+
+type invLayer struct {
+	Name    string
+	Corr    *float64
+	Skipped int
+}
+
+func invPoints(res []eval.InvariancePoint) []invPoint {
+	out := make([]invPoint, len(res))
+	for i, r := range res {
+		out[i] = invPoint{Family: r.Family.String(), Magnitude: r.Magnitude, K: r.K}
+		for _, l := range r.Layers {
+			il := invLayer{Name: l.Name, Skipped: l.Skipped}
+			if !math.IsNaN(l.Corr) {
+				c := l.Corr
+				il.Corr = &c
+			}
+			out[i].Layers = append(out[i].Layers, il)
+		}
+	}
+	return out
 }

@@ -21,11 +21,11 @@ func TestTables(t *testing.T) {
 	b := clitest.Checkpoint(t, "tiny-deep-uniform")
 	js := filepath.Join(t.TempDir(), "stats.json")
 	var out bytes.Buffer
-	if err := run([]string{"-checkpoint", a, "-k", "30", "-batch", "16", "-json", js}, &out); err != nil {
+	if err := run([]string{"-checkpoint", a, "-k", "30", "-batch", "16", "-json", js, "-invariance", "rotation"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"tiny-deep on mnist-embedded-test (1 checkpoint(s))", "30 image(s)", "ε_active = 0.05, ε₁ = 0.01, ε₂ = 0.01",
-		"Table 1: routing", "primary → caps.0", "caps.0 → caps.1", "Table 2: capsule layers", "cnm", "cds"} {
+		"Viewpoint invariance", "rotation            45", "Table 1: routing", "primary → caps.0", "caps.0 → caps.1", "Table 2: capsule layers", "cnm", "cds"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -43,12 +43,20 @@ func TestTables(t *testing.T) {
 				CNS   struct{ Mean, Std *float64 }
 			}
 		}
-		Checkpoints []struct{ Checkpoint string }
+		Checkpoints []struct {
+			Checkpoint string
+			Invariance []struct {
+				Family    string
+				Magnitude float64
+				Layers    []struct{ Corr *float64 }
+			}
+		}
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, raw)
 	}
-	if doc.Tables.K != 30 || len(doc.Tables.Table2) != 3 || doc.Tables.Table2[0].CNS.Mean == nil || *doc.Tables.Table2[0].CNS.Mean <= 0 || len(doc.Checkpoints) != 1 {
+	if doc.Tables.K != 30 || len(doc.Tables.Table2) != 3 || doc.Tables.Table2[0].CNS.Mean == nil || *doc.Tables.Table2[0].CNS.Mean <= 0 || len(doc.Checkpoints) != 1 ||
+		len(doc.Checkpoints[0].Invariance) != 4 || doc.Checkpoints[0].Invariance[3].Family != "rotation" || doc.Checkpoints[0].Invariance[0].Layers[0].Corr == nil {
 		t.Errorf("JSON figures: %s", raw)
 	}
 	// Two checkpoints of one architecture: mean ± std in Markdown.
@@ -68,7 +76,7 @@ func TestTables(t *testing.T) {
 
 // TestBadFlags: out-of-range values are usage errors naming the flag.
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-active", "nan"}, {"-k", "-1"}, {"-batch", "0"}, {"-data", "nope"}, {"extra"}} {
+	for _, args := range [][]string{{"-invariance", "twist"}, {"-active", "nan"}, {"-k", "-1"}, {"-batch", "0"}, {"-data", "nope"}, {"extra"}} {
 		err := run(args, &bytes.Buffer{})
 		var ue cli.UsageError
 		if !errors.As(err, &ue) {

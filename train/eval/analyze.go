@@ -52,3 +52,103 @@ func ParseTree(p *capsnet.Params, b *data.Batcher, k int, th analysis.Thresholds
 	}
 	return st.Report(), nil
 }
+
+// InvariancePoint is the viewpoint invariance of every capsule layer for
+// one transformation family at one magnitude (spec §7).
+type InvariancePoint struct {
+	Family    data.Family
+	Magnitude float64
+	K         int
+	Layers    []analysis.InvarianceLayer
+}
+
+// DefaultMagnitudes returns the sweep of each family: rotation and shear
+// 0–45° in steps of 15°, scale factors 1 to 1.3 in steps of 0.1 (magnitude
+// 0 to 0.3), translations 0–8 px in steps of 2.
+func DefaultMagnitudes(f data.Family) []float64 {
+	switch f {
+	case data.FamilyRotation, data.FamilyShear:
+		return []float64{0, 15, 30, 45}
+	case data.FamilyScale:
+		return []float64{0, 0.1, 0.2, 0.3}
+	}
+	return []float64{0, 2, 4, 6, 8}
+}
+
+// Invariance measures the viewpoint invariance of model p over the first k
+// images of epoch 0 of b (k ≤ 0: all): for each family and each of its
+// magnitudes (mags[f], DefaultMagnitudes when absent), every batch is
+// transformed about its canvas center with the AffNIST transform code
+// (data.Transform) and both versions run through one inference Net. The
+// images must have the model's input shape (place them on the batcher).
+func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Family, mags map[data.Family][]float64) ([]InvariancePoint, error) {
+	c, h, w := b.Shape()
+	if [3]int{c, h, w} != p.Config.Input {
+		in := p.Config.Input
+		return nil, fmt.Errorf("invariance: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, p.Config.Name, in[0], in[1], in[2])
+	}
+	batch := b.NewBatch()
+	net, err := capsnet.NewInferenceNet(p, batch.Cap())
+	if err != nil {
+		return nil, err
+	}
+	type point struct {
+		f   data.Family
+		m   float64
+		acc *analysis.Invariance
+	}
+	var pts []point
+	for _, f := range families {
+		ms, ok := mags[f]
+		if !ok {
+			ms = DefaultMagnitudes(f)
+		}
+		for _, m := range ms {
+			if _, err := data.FamilyAffine(f, m); err != nil {
+				return nil, err
+			}
+			acc, err := analysis.NewInvariance(net.Layers(), batch.Cap())
+			if err != nil {
+				return nil, err
+			}
+			pts = append(pts, point{f, m, acc})
+		}
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("invariance: no transformation to measure")
+	}
+	xt := make([]float32, len(batch.X))
+	sz := c * h * w
+	b.StartEpoch(0)
+	seen := 0
+	for (k <= 0 || seen < k) && b.Next(batch) {
+		n := batch.N
+		if k > 0 {
+			n = min(n, k-seen)
+		}
+		for _, pt := range pts {
+			for i := 0; i < n; i++ {
+				dst := data.Image{C: c, H: h, W: w, Pix: xt[i*sz : (i+1)*sz]}
+				if err := data.Transform(dst, batch.Image(i), pt.f, pt.m); err != nil {
+					return nil, fmt.Errorf("invariance: %s %g: %w", pt.f, pt.m, err)
+				}
+			}
+			if err := pt.acc.AddNet(net, batch.X, xt, n); err != nil {
+				return nil, err
+			}
+		}
+		seen += n
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	if seen == 0 {
+		return nil, fmt.Errorf("invariance: no image to analyse")
+	}
+	out := make([]InvariancePoint, len(pts))
+	for i, pt := range pts {
+		kk, layers := pt.acc.Report()
+		out[i] = InvariancePoint{Family: pt.f, Magnitude: pt.m, K: kk, Layers: layers}
+	}
+	return out, nil
+}

@@ -54,3 +54,49 @@ func mustBatcher(t *testing.T, ds *data.Dataset, canvas int) *data.Batcher {
 	}
 	return b
 }
+
+// TestInvariance: magnitude 0 of every family is the identity (corr 1 on
+// every layer), larger rotations lower the primary capsules' corr, and k
+// counts the images.
+func TestInvariance(t *testing.T) {
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(2)
+	_, te, err := data.LoadEmbeddedMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := te.Slice(0, 12)
+	b, err := data.NewBatcher(ds, data.BatchConfig{Size: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := Invariance(p, b, 0, data.Families(), map[data.Family][]float64{data.FamilyRotation: {0, 10, 45}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 + 4 + 4 + 5 + 5; len(pts) != want {
+		t.Fatalf("%d points, want %d", len(pts), want)
+	}
+	var rot []float64
+	for _, pt := range pts {
+		if pt.K != 12 {
+			t.Fatalf("%s %g: k %d, want 12", pt.Family, pt.Magnitude, pt.K)
+		}
+		if pt.Magnitude == 0 {
+			for _, l := range pt.Layers {
+				if d := l.Corr - 1; d > 1e-9 || d < -1e-9 {
+					t.Errorf("%s at 0 (identity): layer %s corr %v, want 1", pt.Family, l.Name, l.Corr)
+				}
+			}
+		}
+		if pt.Family == data.FamilyRotation {
+			rot = append(rot, pt.Layers[0].Corr)
+		}
+	}
+	if !(rot[0] > rot[1] && rot[1] > rot[2]) {
+		t.Errorf("primary capsules' corr under rotation 0°, 10°, 45°: %v, want decreasing", rot)
+	}
+}
