@@ -27,28 +27,16 @@ func ParseTree(p *capsnet.Params, b *data.Batcher, k int, th analysis.Thresholds
 	if err != nil {
 		return analysis.Report{}, err
 	}
-	b.StartEpoch(0)
-	seen := 0
-	for (k <= 0 || seen < k) && b.Next(batch) {
-		n := batch.N
-		if k > 0 {
-			n = min(n, k-seen)
-		}
+	err = firstImages(b, batch, k, "analysis", func(n int) error {
 		// A last, partial batch leaves the earlier images behind it in
 		// the buffer: the Net runs a full batch and only n samples count.
 		if err := net.Forward(batch.X, nil); err != nil {
-			return analysis.Report{}, fmt.Errorf("analysis: %w", err)
+			return fmt.Errorf("analysis: %w", err)
 		}
-		if err := st.AddNet(net, n); err != nil {
-			return analysis.Report{}, err
-		}
-		seen += n
-	}
-	if err := b.Err(); err != nil {
+		return st.AddNet(net, n)
+	})
+	if err != nil {
 		return analysis.Report{}, err
-	}
-	if seen == 0 {
-		return analysis.Report{}, fmt.Errorf("analysis: no image to analyse")
 	}
 	return st.Report(), nil
 }
@@ -119,31 +107,22 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 	}
 	xt := make([]float32, len(batch.X))
 	sz := c * h * w
-	b.StartEpoch(0)
-	seen := 0
-	for (k <= 0 || seen < k) && b.Next(batch) {
-		n := batch.N
-		if k > 0 {
-			n = min(n, k-seen)
-		}
+	err = firstImages(b, batch, k, "invariance", func(n int) error {
 		for _, pt := range pts {
 			for i := 0; i < n; i++ {
 				dst := data.Image{C: c, H: h, W: w, Pix: xt[i*sz : (i+1)*sz]}
 				if err := data.Transform(dst, batch.Image(i), pt.f, pt.m); err != nil {
-					return nil, fmt.Errorf("invariance: %s %g: %w", pt.f, pt.m, err)
+					return fmt.Errorf("invariance: %s %g: %w", pt.f, pt.m, err)
 				}
 			}
 			if err := pt.acc.AddNet(net, batch.X, xt, n); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		seen += n
-	}
-	if err := b.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	if seen == 0 {
-		return nil, fmt.Errorf("invariance: no image to analyse")
 	}
 	out := make([]InvariancePoint, len(pts))
 	for i, pt := range pts {
@@ -151,4 +130,29 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 		out[i] = InvariancePoint{Family: pt.f, Magnitude: pt.m, K: kk, Layers: layers}
 	}
 	return out, nil
+}
+
+// firstImages runs fn on the batches of epoch 0 of b (filled into batch)
+// up to k images in all (k ≤ 0: every image); n is the count of the batch
+// to use. No image at all is an error naming what.
+func firstImages(b *data.Batcher, batch *data.Batch, k int, what string, fn func(n int) error) error {
+	b.StartEpoch(0)
+	seen := 0
+	for (k <= 0 || seen < k) && b.Next(batch) {
+		n := batch.N
+		if k > 0 {
+			n = min(n, k-seen)
+		}
+		if err := fn(n); err != nil {
+			return err
+		}
+		seen += n
+	}
+	if err := b.Err(); err != nil {
+		return err
+	}
+	if seen == 0 {
+		return fmt.Errorf("%s: no image to analyse", what)
+	}
+	return nil
 }

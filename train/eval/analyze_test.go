@@ -11,15 +11,7 @@ import (
 // TestParseTree: the statistics over 10 images in batches of 4 (the last
 // one partial) equal those of one batch of 10, and k limits the images.
 func TestParseTree(t *testing.T) {
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(2)
-	_, te, err := data.LoadEmbeddedMNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, te := tinyModel(t)
 	ds, _ := te.Slice(0, 10)
 	run := func(size, k int) analysis.Report {
 		b, err := data.NewBatcher(ds, data.BatchConfig{Size: size})
@@ -59,15 +51,7 @@ func mustBatcher(t *testing.T, ds *data.Dataset, canvas int) *data.Batcher {
 // every layer), larger rotations lower the primary capsules' corr, and k
 // counts the images.
 func TestInvariance(t *testing.T) {
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(2)
-	_, te, err := data.LoadEmbeddedMNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, te := tinyModel(t)
 	ds, _ := te.Slice(0, 12)
 	b, err := data.NewBatcher(ds, data.BatchConfig{Size: 5})
 	if err != nil {
@@ -99,4 +83,20 @@ func TestInvariance(t *testing.T) {
 	if !(rot[0] > rot[1] && rot[1] > rot[2]) {
 		t.Errorf("primary capsules' corr under rotation 0°, 10°, 45°: %v, want decreasing", rot)
 	}
+}
+
+// tinyModel returns tiny-deep initialised with seed 2 and the embedded
+// test digits.
+func tinyModel(t *testing.T) (*capsnet.Params, *data.Dataset) {
+	t.Helper()
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(2)
+	_, te, err := data.LoadEmbeddedMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, te
 }
