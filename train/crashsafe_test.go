@@ -86,22 +86,14 @@ func TestRunDirLocked(t *testing.T) {
 		t.Fatalf("second trainer on a locked directory: %v", err)
 	}
 	release()
-	o := tinyOptions(t, dir)
-	o.Epochs = 1
-	if _, err := Run(context.Background(), o); err != nil {
-		t.Fatalf("after the lock is released: %v", err)
-	}
+	oneEpoch(t, dir)
 }
 
 // TestStaleFilesRemoved: temporary files of killed writes and optimizer
 // states no checkpoint names are removed when a run starts or resumes.
 func TestStaleFilesRemoved(t *testing.T) {
 	dir := t.TempDir()
-	o := tinyOptions(t, dir)
-	o.Epochs = 1
-	if _, err := Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
+	o := oneEpoch(t, dir)
 	for _, n := range []string{".checkpoint.safetensors.tmp-123", ".optimizer-7.safetensors.tmp-9", "optimizer-999.safetensors", OptimizerName} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("junk"), 0o644); err != nil {
 			t.Fatal(err)
@@ -127,11 +119,7 @@ func TestStaleFilesRemoved(t *testing.T) {
 // Overwrite; the same model starts over.
 func TestOtherModelRefused(t *testing.T) {
 	dir := t.TempDir()
-	o := tinyOptions(t, dir)
-	o.Epochs = 1
-	if _, err := Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
+	oneEpoch(t, dir)
 	other := tinyOptions(t, dir)
 	other.Epochs = 1
 	other.Model = capsnet.Presets()["tiny-deep-uniform"]
@@ -166,11 +154,7 @@ func TestOtherModelRefused(t *testing.T) {
 // the file and the tensor.
 func TestBadOptimizerState(t *testing.T) {
 	dir := t.TempDir()
-	o := tinyOptions(t, dir)
-	o.Epochs = 1
-	if _, err := Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
+	oneEpoch(t, dir)
 	ck, err := ReadResume(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -226,11 +210,7 @@ func TestDiskFullKeepsCheckpoint(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	dir := filepath.Join(mnt, "run")
-	o := tinyOptions(t, dir)
-	o.Epochs = 1
-	if _, err := Run(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
+	oneEpoch(t, dir)
 	ck, err := ReadResume(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -286,4 +266,16 @@ func TestDiskFullKeepsCheckpoint(t *testing.T) {
 	if name, ok := sameTensors(paramsOf(t, ref), paramsOf(t, dir)); !ok {
 		t.Fatalf("after the disk-full failure and resume: %s differs", name)
 	}
+}
+
+// oneEpoch trains tinyOptions for one epoch into dir and returns the
+// options it used.
+func oneEpoch(t *testing.T, dir string) Options {
+	t.Helper()
+	o := tinyOptions(t, dir)
+	o.Epochs = 1
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

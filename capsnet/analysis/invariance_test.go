@@ -57,20 +57,8 @@ func TestInvarianceHandCases(t *testing.T) {
 // layer and never outside [0, 1] (norms are ≥ 0); AddNet does not
 // allocate.
 func TestInvarianceNet(t *testing.T) {
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(5)
 	const batch = 6
-	net, err := capsnet.NewInferenceNet(p, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, te, err := data.LoadEmbeddedMNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
+	net, te := tinyNet(t, 5, batch)
 	sz := te.ImageSize()
 	x := te.X[:batch*sz]
 	xr := make([]float32, len(x))

@@ -340,20 +340,8 @@ func TestBadInput(t *testing.T) {
 // (the report has the Net's layers and routing layers, k images each),
 // equals adding the accessors' buffers by hand, and does not allocate.
 func TestAddNet(t *testing.T) {
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(3)
 	const batch = 8
-	net, err := capsnet.NewInferenceNet(p, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, te, err := data.LoadEmbeddedMNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
+	net, te := tinyNet(t, 3, batch)
 	x := te.X[:batch*te.ImageSize()]
 	if err := net.Forward(x, nil); err != nil {
 		t.Fatal(err)
@@ -388,4 +376,24 @@ func TestAddNet(t *testing.T) {
 	if n := testing.AllocsPerRun(5, func() { s.AddNet(net, batch) }); n != 0 {
 		t.Errorf("AddNet allocates %v times per batch", n)
 	}
+}
+
+// tinyNet returns an inference Net of tiny-deep initialised with seed, at
+// batch, and the embedded test digits.
+func tinyNet(t *testing.T, seed uint64, batch int) (*capsnet.Net, *data.Dataset) {
+	t.Helper()
+	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(seed)
+	net, err := capsnet.NewInferenceNet(p, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, te, err := data.LoadEmbeddedMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net, te
 }
