@@ -317,6 +317,9 @@ func (c Config) Geometry() (Geometry, error) {
 	if len(c.Convs) == 0 {
 		return g, fmt.Errorf("convs: at least one convolution is needed to form primary capsules")
 	}
+	if err := c.checkNames(); err != nil {
+		return g, err
+	}
 	for k, cv := range c.Convs {
 		field := fmt.Sprintf("convs[%d] (%s)", k, cv.Name)
 		if cv.Name == "" {
@@ -485,4 +488,35 @@ const MaxIters = 1000
 func (c Config) Validate() error {
 	_, err := c.Geometry()
 	return err
+}
+
+// checkNames refuses layer names that would give two parameters the same
+// name (NAME.weight and NAME.bias of a convolution, NAME.W and NAME.b of
+// a capsule layer, dec.fcK.weight and dec.fcK.bias of the decoder): a
+// checkpoint could not tell them apart.
+func (c Config) checkNames() error {
+	owner := map[string]string{}
+	claim := func(field string, params ...string) error {
+		for _, q := range params {
+			if prev, ok := owner[q]; ok {
+				return fmt.Errorf("%s: parameter %q is also %s's: layer names must be distinct", field, q, prev)
+			}
+			owner[q] = field
+		}
+		return nil
+	}
+	for i := 1; i <= len(c.Decoder)+1; i++ {
+		claim(fmt.Sprintf("decoder layer %d", i), fmt.Sprintf("dec.fc%d.weight", i), fmt.Sprintf("dec.fc%d.bias", i))
+	}
+	for k, cv := range c.Convs {
+		if err := claim(fmt.Sprintf("convs[%d] (%s)", k, cv.Name), cv.Name+".weight", cv.Name+".bias"); err != nil {
+			return err
+		}
+	}
+	for k, cc := range c.Caps {
+		if err := claim(fmt.Sprintf("caps[%d] (%s)", k, cc.Name), cc.Name+".W", cc.Name+".b"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

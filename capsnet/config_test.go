@@ -245,3 +245,25 @@ func TestConfigFileTooLarge(t *testing.T) {
 		t.Fatalf("LoadConfig of %d bytes: %v", MaxConfigBytes+1, err)
 	}
 }
+
+// TestDuplicateLayerNames: two layers whose parameters would share a name
+// are refused, naming both (a fuzz finding: "convs.2" twice reached the
+// graph as "buffer declared twice").
+func TestDuplicateLayerNames(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(c *Config)
+		want string
+	}{
+		{func(c *Config) { c.Convs[1].Name = c.Convs[0].Name }, `convs[1] (convs.0): parameter "convs.0.weight" is also convs[0] (convs.0)'s`},
+		{func(c *Config) { c.Caps[1].Name = c.Caps[0].Name }, `caps[1] (caps.0): parameter "caps.0.W" is also caps[0] (caps.0)'s`},
+		{func(c *Config) { c.Convs[0].Name = "dec.fc1" }, `parameter "dec.fc1.weight" is also decoder layer 1's`},
+	} {
+		c := Presets()["tiny-deep"]
+		c.Convs = append([]ConvConfig(nil), c.Convs...)
+		c.Caps = append([]CapsConfig(nil), c.Caps...)
+		tc.edit(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate: %v, want %q", err, tc.want)
+		}
+	}
+}
