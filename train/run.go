@@ -23,6 +23,16 @@ import (
 type Options struct {
 	Model      capsnet.Config
 	Train, Val *data.Dataset
+	// Test, when set, is evaluated after every epoch like Val and reported
+	// beside it (EpochMetrics.TestAcc); it never stops training: only Val,
+	// which must be held out of the training set, does (TargetAcc).
+	Test *data.Dataset
+	// Provenance is recorded in every checkpoint's metadata (e.g. "data":
+	// the data set's name, "command": the command line); Run adds
+	// "seed", "train_set", "val_set", "test_set", "val_acc" and "test_acc"
+	// (of the last completed epoch). A resumed run's "command" is
+	// appended to the checkpoint's, one line per invocation.
+	Provenance map[string]string
 	// TrainPlacement and ValPlacement put the images on a Canvas×Canvas
 	// field (the deep model: random for training, centred for validation);
 	// PlacementNone keeps the dataset's size.
@@ -70,6 +80,7 @@ type EpochMetrics struct {
 	ReconLoss   float64 `json:"recon_loss"`
 	TrainAcc    float64 `json:"train_acc"`
 	ValAcc      float64 `json:"val_acc"`
+	TestAcc     float64 `json:"test_acc,omitempty"` // absent without Options.Test
 	LR          float64 `json:"lr"`
 	ImgPerSec   float64 `json:"img_per_s"`
 	Seconds     float64 `json:"seconds"`
@@ -186,6 +197,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("validation data: %w", err)
 	}
+	var testB *data.Batcher
+	if o.Test != nil {
+		if testB, err = data.NewBatcher(o.Test, data.BatchConfig{Size: o.Batch, Seed: o.Seed, Placement: o.ValPlacement, CanvasH: o.Canvas, CanvasW: o.Canvas}); err != nil {
+			return nil, fmt.Errorf("test data: %w", err)
+		}
+	}
+	st.provenance = o.provenance(st.provenance)
 
 	res := &Result{Checkpoint: filepath.Join(o.OutDir, CheckpointName)}
 	reconW := float64(o.Model.Loss.ReconWeight(params.Geo.Pixels))
@@ -255,6 +273,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if em.ValAcc, err = ev.Accuracy(vb); err != nil {
 			return res, err
 		}
+		if testB != nil {
+			if em.TestAcc, err = ev.Accuracy(testB); err != nil {
+				return res, err
+			}
+		}
 		st.epoch = epoch
 		st.history = append(st.history, em)
 		if err := t.save(o.OutDir, st); err != nil {
@@ -266,8 +289,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		fault("epoch")
 		res.Epochs = append(res.Epochs, em)
-		fmt.Fprintf(o.Log, "epoch %d/%d: loss %.4f, train acc %.2f%%, val acc %.2f%%, lr %.2e, %.0f img/s, %.1fs; checkpoint %s\n",
-			epoch, o.Epochs, em.Loss, 100*em.TrainAcc, 100*em.ValAcc, lr, em.ImgPerSec, secs, res.Checkpoint)
+		testAcc := ""
+		if testB != nil {
+			testAcc = fmt.Sprintf(" (test acc %.2f%%)", 100*em.TestAcc)
+		}
+		fmt.Fprintf(o.Log, "epoch %d/%d: loss %.4f, train acc %.2f%%, val acc %.2f%%%s, lr %.2e, %.0f img/s, %.1fs; checkpoint %s\n",
+			epoch, o.Epochs, em.Loss, 100*em.TrainAcc, 100*em.ValAcc, testAcc, lr, em.ImgPerSec, secs, res.Checkpoint)
 		if o.TargetAcc > 0 && em.ValAcc >= o.TargetAcc {
 			fmt.Fprintf(o.Log, "reached target validation accuracy %.2f%%\n", 100*o.TargetAcc)
 			res.ReachedAcc = true
@@ -324,6 +351,35 @@ type runState struct {
 	history   []EpochMetrics
 	partial   partialEpoch
 	optimizer string // the optimizer file the checkpoint names
+	// provenance is the metadata of Options.Provenance (a resumed run's
+	// taken from its checkpoint, then updated).
+	provenance map[string]string
+}
+
+// provenanceKeys are the metadata keys Run records for Options.Provenance
+// besides the caller's own.
+var provenanceKeys = []string{"seed", "train_set", "val_set", "test_set", "val_acc", "test_acc"}
+
+// provenance merges the caller's provenance into a resumed run's (old:
+// the checkpoint's, nil for a new run): the command lines accumulate.
+func (o *Options) provenance(old map[string]string) map[string]string {
+	p := map[string]string{}
+	for k, v := range old {
+		p[k] = v
+	}
+	for k, v := range o.Provenance {
+		if k == "command" && p[k] != "" && v != "" {
+			v = p[k] + "\n" + v
+		}
+		p[k] = v
+	}
+	p["seed"] = strconv.FormatUint(o.Seed, 10)
+	p["train_set"] = fmt.Sprintf("%s (%d images)", o.Train.Name, o.Train.N)
+	p["val_set"] = fmt.Sprintf("%s (%d images)", o.Val.Name, o.Val.N)
+	if o.Test != nil {
+		p["test_set"] = fmt.Sprintf("%s (%d images)", o.Test.Name, o.Test.N)
+	}
+	return p
 }
 
 // partialEpoch accumulates an epoch's training figures; a checkpoint
@@ -353,6 +409,17 @@ func (t *Trainer) save(dir string, st runState) error {
 	if st.partial.Steps > 0 {
 		pj, _ := json.Marshal(st.partial)
 		meta["partial"] = string(pj)
+	}
+	for k, v := range st.provenance {
+		if _, taken := meta[k]; !taken && k != "format" && k != "config" && k != "optimizer" {
+			meta[k] = v // never the run state's own keys
+		}
+	}
+	if n := len(st.history); n > 0 {
+		meta["val_acc"] = strconv.FormatFloat(st.history[n-1].ValAcc, 'f', 6, 64)
+		if st.history[n-1].TestAcc > 0 {
+			meta["test_acc"] = strconv.FormatFloat(st.history[n-1].TestAcc, 'f', 6, 64)
+		}
 	}
 	opt := map[string]safetensors.Tensor{}
 	for i, q := range t.P.List {
@@ -512,6 +579,12 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 	} else { // a checkpoint of an older run: take the history from its metrics file
 		if st.history, err = readMetricsFile(filepath.Join(dir, MetricsName), st.epoch); err != nil {
 			return st, fmt.Errorf("resume: %w", err)
+		}
+	}
+	st.provenance = map[string]string{}
+	for _, k := range append([]string{"data", "command"}, provenanceKeys...) {
+		if v, ok := meta[k]; ok {
+			st.provenance[k] = v
 		}
 	}
 	st.optimizer = meta["optimizer"]

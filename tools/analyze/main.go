@@ -117,6 +117,7 @@ func run(args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("-checkpoint: %w", err)
 		}
+		cli.WarnData(os.Stderr, path, ck, *dataName)
 		p, err := ck.Params(nil)
 		if err != nil {
 			return fmt.Errorf("-checkpoint: %w", err)

@@ -90,6 +90,7 @@ func run(args []string) error {
 	if *img != "" {
 		return classify(p, *img)
 	}
+	cli.WarnData(os.Stderr, *ck, ckpt, *dataName)
 	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
 	if err != nil {
 		return fmt.Errorf("-data %s: %w", *dataName, err)

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,7 @@ func run(args []string) error {
 	cli.SetUsage(fs, summary, notes)
 	model := fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file; with -resume the checkpoint's unless given")
 	dataName := fs.String("data", "embedded", "data set: "+strings.Join(data.DataSets, ", "))
+	nVal := fs.Int("val", 0, fmt.Sprintf("validation images held out of the training set (its last ones; -target stops on them, never on the test set, which is reported beside), 1 to the training set's size minus one (default: %d, %d for the embedded data; with -resume the checkpoint's)", data.ValidationImages, data.EmbeddedValidationImages))
 	dataDir := fs.String("data-dir", "", "directory holding the data set, not for embedded (default: the cache, see ./build.sh data)")
 	epochs := fs.Int("epochs", 0, fmt.Sprintf("epochs, 1 to %d (default: 5 for the embedded data, 30 otherwise)", maxEpochs))
 	batch := fs.Int("batch", 0, fmt.Sprintf("batch size, 1 to %d (default: 64 for the embedded data, the paper's 512 otherwise)", capsnet.MaxBatch))
@@ -74,6 +76,9 @@ func run(args []string) error {
 	given := cli.Given(fs)
 	if err := checkFlags(given, *dataName, *dataDir, *out, *epochs, *batch, *threads, *shift, *lr, *decay, *wd, *target); err != nil {
 		return err
+	}
+	if given["val"] && *nVal <= 0 {
+		return cli.Usagef("-val %d: want a positive number of validation images", *nVal)
 	}
 	if *impl != "" {
 		if err := kernels.Use(*impl); err != nil {
@@ -101,12 +106,30 @@ func run(args []string) error {
 	} else if cfg, err = capsnet.LoadConfig(*model); err != nil {
 		return fmt.Errorf("-model: %w", err)
 	}
-	trainSet, testSet, err := data.LoadNamed(*dataName, *dataDir)
+	if ck != nil { // a resumed run goes on with its own data and validation split
+		if d := ck.Meta["data"]; d != "" && !given["data"] && slices.Contains(data.DataSets, d) {
+			*dataName = d
+		} else if d != "" && given["data"] && d != *dataName {
+			return cli.Usagef("-data %s: the run in %s was trained on %s (leave -data out to go on with it)", *dataName, *resume, d)
+		}
+		if v, err := strconv.Atoi(ck.Meta["val_images"]); err == nil && v > 0 && !given["val"] {
+			*nVal = v
+		}
+	}
+	if *nVal == 0 {
+		*nVal = data.ValidationSize(*dataName)
+	}
+	splits, err := data.LoadSplits(*dataName, *dataDir, *nVal)
 	if err != nil {
+		if given["val"] {
+			return cli.UsageError{Err: fmt.Errorf("-val %d: %w", *nVal, err)}
+		}
 		return fmt.Errorf("-data %s: %w", *dataName, err)
 	}
+	trainSet, testSet := splits.Train, splits.Test
 	o := train.DefaultOptions(cfg)
-	o.Train, o.Val = trainSet, testSet
+	o.Train, o.Val, o.Test = trainSet, splits.Val, testSet
+	o.Provenance = map[string]string{"data": *dataName, "val_images": strconv.Itoa(splits.Val.N), "command": commandLine(args)}
 	if cfg.Input[1] != trainSet.H || cfg.Input[2] != trainSet.W {
 		// The paper's recipe: digits at a random position on an empty canvas
 		// for training, centred for validation.
@@ -142,8 +165,8 @@ func run(args []string) error {
 	// process then exits 128 + the signal's number.
 	ctx, sig, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images), %d epochs, batch %d, placement %s, kernels %s\n",
-		cfg.Name, trainSet.Name, trainSet.N, testSet.N, o.Epochs, o.Batch, placementHint(o), kernels.Impl())
+	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images held out, %d test images reported beside), %d epochs, batch %d, placement %s, kernels %s\n",
+		cfg.Name, *dataName, trainSet.N, splits.Val.N, testSet.N, o.Epochs, o.Batch, placementHint(o), kernels.Impl())
 	res, err := train.Run(ctx, o)
 	if err != nil {
 		return err
@@ -156,7 +179,7 @@ func run(args []string) error {
 		return nil
 	}
 	last := res.Epochs[len(res.Epochs)-1]
-	fmt.Printf("done: validation accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
+	fmt.Printf("done: validation accuracy %.2f%% (%s), test accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, splits.Val.Name, 100*last.TestAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
 	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *dataName)
 	return nil
 }
@@ -235,6 +258,22 @@ func placementHint(o train.Options) string {
 		return fmt.Sprintf("random on %d×%d", o.Canvas, o.Canvas)
 	}
 	return o.TrainPlacement.String()
+}
+
+// commandLine is the invocation "train ARGS…" as a shell would take it
+// back: arguments quoted where they hold anything but safe characters (the
+// binary's own path, often a go run temporary, says nothing).
+func commandLine(args []string) string {
+	q := []string{"train"}
+	for _, a := range args {
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q = append(q, a)
+	}
+	return strings.Join(q, " ")
 }
 
 func presetHint() []string {

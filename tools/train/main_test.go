@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,6 +59,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-batch", "0"}, "-batch 0", 2},
 		{[]string{"-kernels", "sse9"}, "-kernels", 2},
 		{[]string{"-threads", "0"}, "-threads", 2},
+		{[]string{"-val", "0"}, "-val", 2},
+		{[]string{"-val", "6000"}, "-val 6000", 2}, // the whole embedded training set
+		{[]string{"-data", "mnist", "-data-dir", "/nonexistent", "-val", "-5"}, "-val", 2},
 		{[]string{"-threads", "5000"}, "-threads", 2},
 		{[]string{"-threads", "x"}, "-threads", 2},
 		{[]string{"-seed", "-1"}, "-seed", 2},
@@ -136,7 +140,8 @@ func TestTinyRun(t *testing.T) {
 	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-out", out, "-plain"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"checkpoint.safetensors", "optimizer-30.safetensors", "metrics.ndjson"} {
+	// 6000 embedded training digits less the 500 held out: 27 steps of 200.
+	for _, f := range []string{"checkpoint.safetensors", "optimizer-27.safetensors", "metrics.ndjson"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
@@ -154,8 +159,28 @@ func TestTinyRun(t *testing.T) {
 	if err := run([]string{"-resume", out, "-epochs", "3", "-batch", "200", "-plain"}); err != nil {
 		t.Fatalf("resume without -out: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 3 {
-		t.Errorf("after resuming without -out, metrics.ndjson of the run holds %q (%v); want 3 lines", b, err)
+	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 3 || !strings.Contains(string(b), `"test_acc":0.`) {
+		t.Errorf("after resuming without -out, metrics.ndjson of the run holds %q (%v); want 3 lines with test accuracies", b, err)
+	}
+	// Provenance: the data set, its splits, the seed, the accuracies and
+	// every command line that trained the checkpoint.
+	ck, err := capsnet.ReadCheckpoint(filepath.Join(out, "checkpoint.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{
+		"data": "embedded", "seed": "1", "val_images": "500", "val_set": "embedded-val (500 images)",
+		"train_set": "mnist-embedded-train[0:5500] (5500 images)", "test_set": "mnist-embedded-test (1000 images)",
+		"command": "train -model tiny-deep -epochs 1 -batch 200 -out " + out + " -plain\ntrain -resume " + out + " -epochs 2 -batch 200 -out " + out + " -plain\ntrain -resume " + out + " -epochs 3 -batch 200 -plain",
+	} {
+		if got := ck.Meta[k]; got != want {
+			t.Errorf("checkpoint metadata %s = %q, want %q", k, got, want)
+		}
+	}
+	for _, k := range []string{"val_acc", "test_acc"} {
+		if v, err := strconv.ParseFloat(ck.Meta[k], 64); err != nil || !(v > 0.1 && v <= 1) {
+			t.Errorf("checkpoint metadata %s = %q: not an accuracy above chance", k, ck.Meta[k])
+		}
 	}
 	if _, err := os.Stat("runs"); err == nil {
 		t.Error("resume without -out wrote to the default runs/ directory")

@@ -1,6 +1,9 @@
 package data
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // DataSets lists the names LoadNamed accepts.
 var DataSets = []string{"embedded", "mnist", "fashion", "cifar10"}
@@ -35,13 +38,80 @@ func LoadNamed(name, dir string) (trainSet, testSet *Dataset, err error) {
 	return nil, nil, fmt.Errorf("unknown data set %q (one of %v)", name, DataSets)
 }
 
-// TestSets lists the names LoadTest accepts: DataSets and the generated
-// AffNIST of the MNIST or embedded test digits.
-var TestSets = append(append([]string(nil), DataSets...), "affnist", "affnist-embedded")
+// The validation split is held out of the training set, never taken from
+// the test set: the last ValidationImages training images of MNIST,
+// Fashion-MNIST and CIFAR-10 (the last 5,000 MNIST training digits: the
+// paper's "MNIST validation", and on the deep model's 40×40 canvas its
+// "MNIST-40 validation"), the last EmbeddedValidationImages of the embedded
+// subset's 6,000. A run trains on the images before them.
+const (
+	ValidationImages         = 5000
+	EmbeddedValidationImages = 500
+)
 
-// LoadTest loads the test split of a data set by name (see LoadNamed), or
-// generates AffNIST (spec §6, seeded) from the MNIST ("affnist") or the
-// embedded ("affnist-embedded") test digits.
+// ValidationSize is the default size of data set name's validation split.
+func ValidationSize(name string) int {
+	if name == "embedded" {
+		return EmbeddedValidationImages
+	}
+	return ValidationImages
+}
+
+// Splits are a data set's three disjoint parts: training, validation (held
+// out of the original training set) and test.
+type Splits struct {
+	Train, Val, Test *Dataset
+}
+
+// LoadSplits loads data set name (see LoadNamed) and holds its last nVal
+// training images out as the validation split, named NAME-val (e.g.
+// "mnist-val"); nVal ≤ 0 takes ValidationSize(name). The training split
+// keeps the images before them and shares the memory.
+func LoadSplits(name, dir string, nVal int) (Splits, error) {
+	if nVal <= 0 {
+		nVal = ValidationSize(name)
+	}
+	tr, te, err := LoadNamed(name, dir)
+	if err != nil {
+		return Splits{}, err
+	}
+	return HoldOut(tr, te, name, nVal)
+}
+
+// HoldOut splits the last nVal images of tr off as the validation set
+// NAME-val; te is the test split.
+func HoldOut(tr, te *Dataset, name string, nVal int) (Splits, error) {
+	if nVal < 1 || nVal >= tr.N {
+		return Splits{}, fmt.Errorf("data: %s: a validation split of %d images: want 1 to %d (the training set has %d)", tr.Name, nVal, tr.N-1, tr.N)
+	}
+	train, err := tr.Slice(0, tr.N-nVal)
+	if err != nil {
+		return Splits{}, err
+	}
+	val, err := tr.Slice(tr.N-nVal, tr.N)
+	if err != nil {
+		return Splits{}, err
+	}
+	val.Name = name + "-val"
+	return Splits{Train: train, Val: val, Test: te}, nil
+}
+
+// TestSets lists the names LoadTest accepts: DataSets (their test splits),
+// their validation splits (NAME-val) and the generated AffNIST of the
+// MNIST or embedded test digits.
+var TestSets = func() []string {
+	s := append([]string(nil), DataSets...)
+	for _, n := range DataSets {
+		s = append(s, n+"-val")
+	}
+	return append(s, "affnist", "affnist-embedded")
+}()
+
+// LoadTest loads an evaluation set by name: the test split of a data set
+// (see LoadNamed), its validation split ("mnist-val": the last
+// ValidationSize training images, see LoadSplits), or AffNIST (spec §6,
+// seeded) generated from the MNIST ("affnist") or the embedded
+// ("affnist-embedded") test digits.
 func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
 	switch name {
 	case "affnist", "affnist-embedded":
@@ -55,6 +125,40 @@ func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
 		}
 		return AffNIST(test, seed)
 	}
+	if base, ok := strings.CutSuffix(name, "-val"); ok {
+		s, err := LoadSplits(base, dir, 0)
+		if err != nil {
+			return nil, err
+		}
+		return s.Val, nil
+	}
 	_, test, err := LoadNamed(name, dir)
 	return test, err
+}
+
+// Source is the source of an evaluation set's images: "mnist" for the
+// embedded subset, MNIST, their validation splits and AffNIST (made of
+// MNIST test digits); otherwise the data set's own name ("fashion",
+// "cifar10").
+func Source(name string) string {
+	name = strings.TrimSuffix(name, "-val")
+	switch name {
+	case "embedded", "mnist", "affnist", "affnist-embedded":
+		return "mnist"
+	}
+	return name
+}
+
+// EvalWarning returns a warning when a checkpoint trained on data set
+// trained (its "data" metadata; "" for checkpoints that do not record it)
+// is evaluated on evaluation set evalSet (a LoadTest name), or "" when
+// that is what it was trained for.
+func EvalWarning(trained, evalSet string) string {
+	if trained == "" {
+		return "the checkpoint does not record the data set it was trained on (an older checkpoint): its accuracy here may mean nothing"
+	}
+	if Source(trained) != Source(evalSet) {
+		return fmt.Sprintf("the checkpoint was trained on %s, not on %s's images: its accuracy and statistics here describe another task", trained, evalSet)
+	}
+	return ""
 }

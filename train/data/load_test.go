@@ -51,3 +51,51 @@ func TestLoadTest(t *testing.T) {
 		t.Error("unknown data set accepted")
 	}
 }
+
+// TestLoadSplits: the validation split is the last images of the training
+// set, disjoint from the training split, and LoadTest's NAME-val is it.
+func TestLoadSplits(t *testing.T) {
+	s, err := LoadSplits("embedded", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, test, _ := LoadNamed("embedded", "")
+	if s.Train.N != 6000-EmbeddedValidationImages || s.Val.N != EmbeddedValidationImages || s.Test.N != test.N {
+		t.Fatalf("splits of %d, %d, %d images", s.Train.N, s.Val.N, s.Test.N)
+	}
+	sz := full.ImageSize()
+	if s.Val.Name != "embedded-val" || &s.Val.X[0] == &s.Train.X[0] || s.Val.X[sz*7+300] != full.X[sz*(s.Train.N+7)+300] || s.Val.Y[11] != full.Y[s.Train.N+11] {
+		t.Errorf("validation split %s is not the last %d training images", s.Val.Name, s.Val.N)
+	}
+	v, err := LoadTest("embedded-val", "", 1)
+	if err != nil || v.N != s.Val.N || v.X[sz*3+200] != s.Val.X[sz*3+200] {
+		t.Errorf("LoadTest(embedded-val): %v, %v", err, v)
+	}
+	for _, n := range []int{-1, 6000, 7000} {
+		if _, err := HoldOut(full, test, "embedded", n); err == nil || !strings.Contains(err.Error(), "validation split") {
+			t.Errorf("HoldOut %d: %v, want an error", n, err)
+		}
+	}
+	if s, err := LoadSplits("embedded", "", 1234); err != nil || s.Val.N != 1234 || s.Train.N != 6000-1234 {
+		t.Errorf("LoadSplits with 1234: %v", err)
+	}
+}
+
+// TestEvalWarning: a checkpoint evaluated on its own data's splits or on
+// AffNIST (MNIST digits) gets no warning; on other images, or without a
+// record, it does.
+func TestEvalWarning(t *testing.T) {
+	for _, tc := range []struct {
+		trained, eval string
+		warn          bool
+	}{
+		{"mnist", "mnist", false}, {"mnist", "mnist-val", false}, {"mnist", "affnist", false},
+		{"embedded", "affnist-embedded", false}, {"embedded", "mnist", false},
+		{"fashion", "fashion-val", false}, {"fashion", "mnist", true}, {"mnist", "fashion", true},
+		{"cifar10", "affnist", true}, {"", "mnist", true},
+	} {
+		if w := EvalWarning(tc.trained, tc.eval); (w != "") != tc.warn {
+			t.Errorf("trained on %q, evaluated on %q: warning %q", tc.trained, tc.eval, w)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/train/data"
 )
 
 // MaxThreads bounds every -threads flag: far above the cores of any
@@ -177,4 +178,16 @@ func CheckModel(ck *capsnet.Checkpoint, cfg *capsnet.Config) error {
 		return fmt.Errorf("%s holds another configuration of model %s than -model gives; leave -model out to use the checkpoint's", ck.Path, cfg.Name)
 	}
 	return fmt.Errorf("%s holds model %s, not %s (-model); leave -model out to use the checkpoint's", ck.Path, ck.Config.Name, cfg.Name)
+}
+
+// WarnData prints a one-line warning to w when checkpoint ck (read from
+// path) is evaluated on evaluation set evalSet (a data.LoadTest name)
+// other than the data it was trained on (its "data" metadata), and
+// returns whether it did.
+func WarnData(w io.Writer, path string, ck *capsnet.Checkpoint, evalSet string) bool {
+	msg := data.EvalWarning(ck.Meta["data"], evalSet)
+	if msg != "" {
+		fmt.Fprintf(w, "warning: %s: %s\n", path, msg)
+	}
+	return msg != ""
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
 )
 
 func TestExit(t *testing.T) {
@@ -93,5 +95,32 @@ func TestRanges(t *testing.T) {
 	}
 	if Int("n", 1, 1, 3) != nil || Int("n", 3, 1, 3) != nil || Int("n", 0, 1, 3) == nil || Int("n", 4, 1, 3) == nil {
 		t.Error("Int: wrong bounds")
+	}
+}
+
+// TestWarnData: one line naming the checkpoint when it is evaluated on
+// images it was not trained for, or records no data set; nothing otherwise.
+func TestWarnData(t *testing.T) {
+	for _, tc := range []struct {
+		meta map[string]string
+		eval string
+		want string
+	}{
+		{map[string]string{"data": "mnist"}, "affnist", ""},
+		{map[string]string{"data": "mnist"}, "mnist-val", ""},
+		{map[string]string{"data": "fashion"}, "mnist", "trained on fashion, not on mnist"},
+		{map[string]string{}, "mnist", "does not record"},
+	} {
+		var b strings.Builder
+		warned := WarnData(&b, "ck.safetensors", &capsnet.Checkpoint{Meta: tc.meta}, tc.eval)
+		if tc.want == "" {
+			if warned || b.Len() != 0 {
+				t.Errorf("%v on %s: warned %q", tc.meta, tc.eval, b.String())
+			}
+			continue
+		}
+		if !warned || !strings.HasPrefix(b.String(), "warning: ck.safetensors: ") || !strings.Contains(b.String(), tc.want) || strings.Count(b.String(), "\n") != 1 {
+			t.Errorf("%v on %s: warning %q, want one line mentioning %q", tc.meta, tc.eval, b.String(), tc.want)
+		}
 	}
 }
