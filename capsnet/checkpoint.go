@@ -19,24 +19,18 @@ const CheckpointFormat = "capstan/1"
 // Init fills the parameters as PyTorch initialises the reference model,
 // from a seeded generator: conv and linear weights and biases uniform in
 // ±1/sqrt(fan_in), capsule votes matrices normal with the layer's InitStd
-// (DefaultInitStd, 0.05, when unset), priors 0.
+// (DefaultInitStd, 0.05, when unset) or as the layer's Init says, priors 0.
 func (p *Params) Init(seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x6361707374616e))
-	std := map[string]float64{}
+	caps := map[string]CapsConfig{}
 	for _, c := range p.Config.Caps {
-		std[c.Name+".W"] = c.InitStd
+		caps[c.Name+".W"] = c
 	}
 	for _, q := range p.List {
 		data := q.Buf.Data()
 		switch q.kind {
 		case votesW:
-			sd := std[q.Name]
-			if sd == 0 {
-				sd = DefaultInitStd
-			}
-			for i := range data {
-				data[i] = float32(rng.NormFloat64() * sd)
-			}
+			initVotes(rng, data, caps[q.Name], q.TorchShape)
 		case prior:
 			clear(data)
 		default:
@@ -55,6 +49,37 @@ func (p *Params) Init(seed uint64) {
 			for i := range data {
 				data[i] = float32((rng.Float64()*2 - 1) * bound)
 			}
+		}
+	}
+}
+
+// initVotes draws a votes matrix of PyTorch shape (n_out, n_in, d_out,
+// d_in) as c.Init says (see CapsConfig.Init).
+func initVotes(rng *rand.Rand, data []float32, c CapsConfig, shape []int) {
+	nOut, nIn, dOut, dIn := float64(shape[0]), float64(shape[1]), float64(shape[2]), float64(shape[3])
+	fanIn, fanOut := dIn*nOut*nIn, dOut*nOut*nIn // Keras' rule for a 4-D (n_out, n_in, d_in, d_out) weight
+	switch c.Init {
+	case "he_normal":
+		sd := math.Sqrt(2/fanIn) / 0.87962566103423978
+		for i := range data {
+			x := rng.NormFloat64()
+			for math.Abs(x) > 2 {
+				x = rng.NormFloat64()
+			}
+			data[i] = float32(x * sd)
+		}
+	case "glorot_uniform":
+		limit := math.Sqrt(6 / (fanIn + fanOut))
+		for i := range data {
+			data[i] = float32((rng.Float64()*2 - 1) * limit)
+		}
+	default:
+		sd := c.InitStd
+		if sd == 0 {
+			sd = DefaultInitStd
+		}
+		for i := range data {
+			data[i] = float32(rng.NormFloat64() * sd)
 		}
 	}
 }

@@ -196,3 +196,42 @@ func TestCheckpointBadFiles(t *testing.T) {
 		t.Errorf("short tensor data: %v", err)
 	}
 }
+
+// TestInitKeras checks the Keras initialisers of the votes matrices with
+// Keras' fan rules for a 4-D (n_out, n_in, d_in, d_out) weight: he_normal
+// has std sqrt(2/fan_in) and no value beyond the truncation, glorot_uniform
+// stays within ±sqrt(6/(fan_in+fan_out)) with the uniform's std limit/√3;
+// an unknown name is refused by Validate.
+func TestInitKeras(t *testing.T) {
+	cfg := Deep(16, 8, 3, 3, false)
+	cfg.Caps[0].Init, cfg.Caps[1].Init = "he_normal", "glorot_uniform"
+	p, err := NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(5)
+	for l, c := range cfg.Caps[:2] {
+		w := p.Get(c.Name + ".W").Buf.Data()
+		nIn := 16 // the deep model's primary and intermediate layers have n = 16 capsules of d = 8
+		fanIn, fanOut := float64(8*c.Out*nIn), float64(c.Dim*c.Out*nIn)
+		ss, mx := 0.0, 0.0
+		for _, v := range w {
+			ss += float64(v) * float64(v)
+			mx = max(mx, math.Abs(float64(v)))
+		}
+		std := math.Sqrt(ss / float64(len(w)))
+		want, bound := math.Sqrt(2/fanIn), 2*math.Sqrt(2/fanIn)/0.87962566103423978
+		if l == 1 {
+			bound = math.Sqrt(6 / (fanIn + fanOut))
+			want = bound / math.Sqrt(3)
+		}
+		// n = 2048 values: the sample std is within 5/sqrt(2n) of its target
+		if math.Abs(std/want-1) > 5/math.Sqrt(2*float64(len(w))) || mx > bound {
+			t.Errorf("%s (%s): std %.5f, max |w| %.5f; want std %.5f, max ≤ %.5f", c.Name, c.Init, std, mx, want, bound)
+		}
+	}
+	cfg.Caps[2].Init = "lecun"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "init") {
+		t.Errorf("unknown init: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -70,7 +71,21 @@ type CapsConfig struct {
 	// (0 means DefaultInitStd, the PyTorch peer's 0.05). Not part of the
 	// forward semantics: it only matters to Params.Init.
 	InitStd float64 `json:"init_std,omitempty"`
+	// Init chooses the votes matrices' initialisation: "" or "normal"
+	// (normal with InitStd), or the Keras initialisers of the paper's
+	// lineage (Efficient-CapsNet's capsule layers) with Keras' fan rules
+	// for their 4-D weight (n_out, n_in, d_in, d_out), whose receptive
+	// field is n_out·n_in: fan_in = d_in·n_out·n_in, fan_out =
+	// d_out·n_out·n_in. "he_normal": Keras' truncated normal, a normal cut
+	// at two of its standard deviations, that one sqrt(2/fan_in)/0.87962566
+	// so that the draw's own std is sqrt(2/fan_in);
+	// "glorot_uniform": uniform in ±sqrt(6/(fan_in+fan_out)). Like
+	// InitStd, it only matters to Params.Init.
+	Init string `json:"init,omitempty"`
 }
+
+// VotesInits lists the values of CapsConfig.Init.
+var VotesInits = []string{"normal", "he_normal", "glorot_uniform"}
 
 // DefaultInitStd is the votes matrices' initial standard deviation when a
 // capsule layer gives none (Sabour et al.'s and the PyTorch peer's 0.05).
@@ -174,7 +189,8 @@ func deepConfig(n, d, L, r int, uniform bool, hw int, convs []ConvConfig, dec []
 func DeepInitStd(dIn int) float64 { return 1.5 / math.Sqrt(float64(dIn)) }
 
 // Presets returns the named model configurations: sabour, sabour-small,
-// deep (n=16, d=8, L=4, r=10), deep-uniform, the test models tiny-sabour, tiny-deep,
+// deep (n=16, d=8, L=4, r=10), deep-uniform, deep's variants
+// deep-he-normal, deep-glorot-uniform and deep-sum-loss, the test models tiny-sabour, tiny-deep,
 // tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), and the
 // paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64).
 func Presets() map[string]Config {
@@ -184,6 +200,21 @@ func Presets() map[string]Config {
 		c.Name = name
 		p[name] = c
 	}
+	// The dead-capsule investigation's variants of deep (docs/reproduction.md):
+	// the votes matrices initialised with Keras' he_normal or
+	// glorot_uniform (the paper's lineage, see CapsConfig.Init), and the
+	// spec's literal loss (α on the sum of squared pixel errors).
+	for name, init := range map[string]string{"deep-he-normal": "he_normal", "deep-glorot-uniform": "glorot_uniform"} {
+		c := Deep(16, 8, 4, 10, false)
+		c.Name = name
+		for i := range c.Caps {
+			c.Caps[i].Init = init
+		}
+		p[name] = c
+	}
+	sl := Deep(16, 8, 4, 10, false)
+	sl.Name, sl.Loss.Recon = "deep-sum-loss", "sum"
+	p["deep-sum-loss"] = sl
 	// sabour-small: Sabour's architecture at a quarter of the channels and
 	// half the primary maps (576 primary capsules); the default of
 	// tools/train, which must train in about two minutes on a laptop.
@@ -395,6 +426,9 @@ func (c Config) Geometry() (Geometry, error) {
 		}
 		if !(cc.InitStd >= 0) || math.IsInf(cc.InitStd, 0) {
 			return g, fmt.Errorf("%s: init_std %v must be a finite number ≥ 0", field, cc.InitStd)
+		}
+		if cc.Init != "" && !slices.Contains(VotesInits, cc.Init) {
+			return g, fmt.Errorf("%s: init %q must be one of %s", field, cc.Init, strings.Join(VotesInits, ", "))
 		}
 		if _, ok := mulSize(cc.Out, n, cc.Dim, d); !ok {
 			return g, fmt.Errorf("%s: W of %d×%d×%d×%d, more than %d values", field, cc.Out, n, cc.Dim, d, maxElems)
