@@ -63,6 +63,10 @@ type Net struct {
 	// backwardDone is set by Backward and cleared by Forward: Backward may
 	// reuse what BackwardMargin reads (see BackwardMargin).
 	backwardDone bool
+	// forwardDone is set by a Forward that succeeded (Reconstruct needs its
+	// output capsules); reconstructed by Reconstruct, cleared by Forward (the
+	// decoder then holds a perturbed pass, see Reconstruct).
+	forwardDone, reconstructed bool
 }
 
 type convLayer struct {
@@ -393,8 +397,12 @@ func (n *Net) Forward(x []float32, labels []int) error {
 		copy(n.labels, labels)
 	}
 	copy(n.x.Data(), x)
-	n.backwardDone = false
-	return n.forward.Run()
+	n.backwardDone, n.forwardDone, n.reconstructed = false, false, false
+	if err := n.forward.Run(); err != nil {
+		return err
+	}
+	n.forwardDone = true
+	return nil
 }
 
 // Backward zeroes this replica's gradients and runs the backward schedule
@@ -402,6 +410,9 @@ func (n *Net) Forward(x []float32, labels []int) error {
 func (n *Net) Backward() error {
 	if n.Inference {
 		return fmt.Errorf("capsnet: Backward on an inference net (compile it with NewNet to train)")
+	}
+	if n.reconstructed {
+		return fmt.Errorf("capsnet: Backward after Reconstruct: the decoder holds a reconstruction of other capsules; run Forward first")
 	}
 	n.Arena.Zero(graph.Grad)
 	n.backwardDone = true
@@ -427,6 +438,9 @@ func (n *Net) BackwardMargin() error {
 	}
 	if n.backwardDone {
 		return fmt.Errorf("capsnet: BackwardMargin after Backward: call it between Forward and Backward")
+	}
+	if n.reconstructed {
+		return fmt.Errorf("capsnet: BackwardMargin after Reconstruct: run Forward first")
 	}
 	n.Arena.Zero(graph.Grad)
 	return n.margin.Run()

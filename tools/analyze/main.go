@@ -64,6 +64,7 @@ func run(args []string, stdout io.Writer) error {
 	inv := fs.String("invariance", "", "also measure viewpoint invariance for these transformation families (comma-separated: rotation, shear, scale, translate-x, translate-y, or all), each over its default magnitudes")
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
 	jsonOut := fs.String("json", "", "also write the tables' figures (for each checkpoint and over all) to this JSON file")
+	recon := fs.String("recon", "", "also write a PNG of the first 16 images beside their reconstructions by the (first) checkpoint to this file")
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
 		return err
 	}
@@ -131,13 +132,26 @@ func run(args []string, stdout io.Writer) error {
 		if in[0] != ds.C {
 			return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
 		}
-		cfg := data.BatchConfig{Size: min(*batch, ds.N)}
-		if in[1] != ds.H || in[2] != ds.W {
-			cfg.Placement, cfg.CanvasH, cfg.CanvasW = data.PlacementCenter, in[1], in[2]
-		}
+		cfg := data.BatchConfig{Size: min(*batch, ds.N), Placement: data.PlacementFor(ds.H, ds.W, in[1], in[2]), CanvasH: in[1], CanvasW: in[2]}
 		b, err := data.NewBatcher(ds, cfg)
 		if err != nil {
 			return err
+		}
+		ib := b // the invariance sweep transforms larger images before rescaling them
+		if cfg.Placement == data.PlacementRescale {
+			fmt.Fprintf(stdout, "note: %s: the %d×%d images of %s are rescaled to %d×%d (area averaging; -invariance transforms them before)\n", path, ds.H, ds.W, ds.Name, in[1], in[2])
+			if ib, err = data.NewBatcher(ds, data.BatchConfig{Size: cfg.Size}); err != nil {
+				return err
+			}
+		}
+		if *recon != "" && len(all) == 0 {
+			fig, err := eval.ReconstructionFigureOf(p, b, 16, 8)
+			if err == nil {
+				err = eval.WriteFigure(*recon, fig)
+			}
+			if err != nil {
+				return fmt.Errorf("-recon: %w", err)
+			}
 		}
 		rep, err := eval.ParseTree(p, b, *k, th)
 		if err != nil {
@@ -149,7 +163,7 @@ func run(args []string, stdout io.Writer) error {
 		}
 		var pts []invPoint
 		if len(families) > 0 {
-			res, err := eval.Invariance(p, b, *k, families, nil)
+			res, err := eval.Invariance(p, ib, *k, families, nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}

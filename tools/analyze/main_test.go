@@ -74,6 +74,27 @@ func TestTables(t *testing.T) {
 	}
 }
 
+// TestRescaled: a 28×28 model on 40×40 AffNIST: the images are rescaled
+// (a note says so), invariance included, and -recon writes a PNG of 2 rows
+// of 8 input / reconstruction pairs.
+func TestRescaled(t *testing.T) {
+	a := clitest.Checkpoint(t, "tiny-deep")
+	recon := filepath.Join(t.TempDir(), "recon.png")
+	var out bytes.Buffer
+	if err := run([]string{"-checkpoint", a, "-data", "affnist-embedded", "-k", "20", "-invariance", "translate-x", "-recon", recon}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the 40×40 images of mnist-embedded-test-affnist are rescaled to 28×28", "20 image(s)", "translate-x          8"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	w, h := clitest.PNGSize(t, recon)
+	if w != 2*(3+8*(57+3)) || h != 2*(3+2*(28+3)) {
+		t.Errorf("-recon: %d×%d figure", w, h)
+	}
+}
+
 // TestBadFlags: out-of-range values are usage errors naming the flag.
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-invariance", "twist"}, {"-active", "nan"}, {"-k", "-1"}, {"-batch", "0"}, {"-data", "nope"}, {"extra"}} {

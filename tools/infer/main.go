@@ -5,6 +5,7 @@
 //	go run ./tools/infer -checkpoint CK -data mnist                                  # full MNIST test set
 //	go run ./tools/infer -checkpoint CK -data affnist                                # AffNIST generated from MNIST test digits
 //	go run ./tools/infer -checkpoint CK -image digit.png                             # one image (PNG, grey or colour)
+//	go run ./tools/infer -checkpoint CK -recon recon.png -perturb perturb.png        # also reconstruction and capsule perturbation figures
 //	go run ./tools/infer -model sabour-small -batch 100 -plan                        # memory plans, no checkpoint needed
 //
 // A bad flag, flag value or argument exits 2, any other error 1 (see -h).
@@ -54,6 +55,9 @@ func run(args []string) error {
 	threads := fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("replicas, 1 to %d (one per core)", cli.MaxThreads))
 	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations (affnist, affnist-embedded)")
 	plan := fs.Bool("plan", false, "print the memory plans of one replica's inference and training graphs at -batch (of -model, or the checkpoint's) and exit")
+	recon := fs.String("recon", "", "also write a PNG of the first 16 images (or the -image) beside their reconstructions to this file")
+	perturb := fs.String("perturb", "", "also write a PNG of the capsule perturbations (Sabour et al.) of image -perturb-index (or the -image) to this file: the predicted class's output capsule, each dimension shifted by -0.25 to 0.25 in steps of 0.05, decoded")
+	perturbIndex := fs.Int("perturb-index", 0, "the image of the data set whose capsule -perturb shifts (0: the first)")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
@@ -62,6 +66,13 @@ func run(args []string) error {
 	if err := checkFlags(given, *ck, *dataName, *dataDir, *batch, *threads); err != nil {
 		return err
 	}
+	if err := cli.Int("perturb-index", *perturbIndex, 0, data.MaxImages-1); err != nil {
+		return err
+	}
+	if given["perturb-index"] && *perturb == "" {
+		return cli.Usagef("-perturb-index: only with -perturb")
+	}
+	figs := figures{recon: *recon, perturb: *perturb, index: *perturbIndex}
 	var cfg *capsnet.Config
 	if *model != "" {
 		c, err := capsnet.LoadConfig(*model)
@@ -88,20 +99,23 @@ func run(args []string) error {
 		return printPlans(os.Stdout, p.Config, *batch)
 	}
 	if *img != "" {
-		return classify(p, *img)
+		return classify(p, *img, figs)
 	}
 	cli.WarnData(os.Stderr, *ck, ckpt, *dataName)
 	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
 	if err != nil {
 		return fmt.Errorf("-data %s: %w", *dataName, err)
 	}
-	placement := data.PlacementNone
 	in := p.Config.Input
-	if in[1] != ds.H || in[2] != ds.W {
-		placement = data.PlacementCenter
-	}
+	placement := data.PlacementFor(ds.H, ds.W, in[1], in[2])
 	if in[0] != ds.C {
 		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
+	}
+	if *perturb != "" && *perturbIndex >= ds.N {
+		return cli.Usagef("-perturb-index %d: %s has %d images", *perturbIndex, ds.Name, ds.N)
+	}
+	if placement == data.PlacementRescale {
+		fmt.Printf("note: the %d×%d images of %s are rescaled to %d×%d (area averaging) for model %s\n", ds.H, ds.W, ds.Name, in[1], in[2], p.Config.Name)
 	}
 	b := min(*batch, ds.N)
 	ev, err := eval.New(p, b, *threads)
@@ -133,6 +147,62 @@ func run(args []string) error {
 		}
 		fmt.Println()
 	}
+	return figs.fromData(p, ds, vb)
+}
+
+// figures are the PNGs to write besides the evaluation (-recon, -perturb).
+type figures struct {
+	recon, perturb string
+	index          int // -perturb-index
+}
+
+// fromData writes the figures of the data set: the first 16 images' reconstructions, the
+// perturbations of image index.
+func (f figures) fromData(p *capsnet.Params, ds *data.Dataset, b *data.Batcher) error {
+	if f.recon != "" {
+		fig, err := eval.ReconstructionFigureOf(p, b, 16, 8)
+		if err = f.write("recon", f.recon, fig, err); err != nil {
+			return err
+		}
+		fmt.Printf("reconstructions of the first %d images (inputs on the left): %s\n", min(16, ds.N), f.recon)
+	}
+	if f.perturb != "" {
+		fig, label, class, err := eval.PerturbationFigureAt(p, ds, f.index)
+		if err = f.write("perturb", f.perturb, fig, err); err != nil {
+			return err
+		}
+		fmt.Printf("capsule perturbations of image %d (label %d, predicted %d; rows: dimensions, columns: shifts -0.25 to 0.25): %s\n", f.index, label, class, f.perturb)
+	}
+	return nil
+}
+
+// fromImage writes the figures of one image x (the model's input).
+func (f figures) fromImage(p *capsnet.Params, x []float32) error {
+	if f.recon != "" {
+		fig, err := eval.ReconstructionFigure(p, x, 1, 1)
+		if err = f.write("recon", f.recon, fig, err); err != nil {
+			return err
+		}
+		fmt.Printf("the image beside its reconstruction: %s\n", f.recon)
+	}
+	if f.perturb != "" {
+		fig, class, err := eval.PerturbationFigure(p, x)
+		if err = f.write("perturb", f.perturb, fig, err); err != nil {
+			return err
+		}
+		fmt.Printf("capsule perturbations of class %d (rows: dimensions, columns: shifts -0.25 to 0.25): %s\n", class, f.perturb)
+	}
+	return nil
+}
+
+// write writes a figure made with error err to path, errors naming flag.
+func (f figures) write(flag, path string, fig []byte, err error) error {
+	if err == nil {
+		err = eval.WriteFigure(path, fig)
+	}
+	if err != nil {
+		return fmt.Errorf("-%s: %w", flag, err)
+	}
 	return nil
 }
 
@@ -155,9 +225,9 @@ func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, thre
 	mode, ignored := "", []string(nil)
 	switch {
 	case given["image"]:
-		mode, ignored = "-image classifies one image", []string{"data", "data-dir", "seed", "batch", "threads", "plan"}
+		mode, ignored = "-image classifies one image", []string{"data", "data-dir", "seed", "batch", "threads", "plan", "perturb-index"}
 	case given["plan"]:
-		mode, ignored = "-plan prints memory plans without evaluating", []string{"data", "data-dir", "seed", "threads"}
+		mode, ignored = "-plan prints memory plans without evaluating", []string{"data", "data-dir", "seed", "threads", "recon", "perturb", "perturb-index"}
 		if given["model"] && given["checkpoint"] {
 			return cli.Usagef("-plan takes the model of -model or of -checkpoint, not both")
 		}
@@ -174,7 +244,7 @@ func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, thre
 	return nil
 }
 
-func classify(p *capsnet.Params, path string) error {
+func classify(p *capsnet.Params, path string, figs figures) error {
 	in := p.Config.Input
 	im, err := readImage(path, in[2], in[1])
 	if err != nil {
@@ -209,7 +279,7 @@ func classify(p *capsnet.Params, path string) error {
 	for j, v := range norms {
 		fmt.Printf("  %d: %.4f\n", j, v)
 	}
-	return nil
+	return figs.fromImage(p, x)
 }
 
 // printPlans compiles one replica of cfg at the given batch size as an

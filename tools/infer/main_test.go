@@ -23,8 +23,8 @@ func TestInferDataAndImage(t *testing.T) {
 	if err := run([]string{"-checkpoint", ck, "-data", "embedded", "-batch", "64"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := run([]string{"-checkpoint", ck, "-data", "affnist-embedded", "-batch", "100"}); err == nil || !strings.Contains(err.Error(), "do not fit") {
-		// tiny-deep takes 28×28 images; AffNIST images are 40×40: refused.
+	// tiny-deep takes 28×28 images; AffNIST images are 40×40: rescaled.
+	if err := run([]string{"-checkpoint", ck, "-data", "affnist-embedded", "-batch", "100"}); err != nil {
 		t.Errorf("28×28 model on 40×40 AffNIST: %v", err)
 	}
 	img := image.NewGray(image.Rect(0, 0, 20, 20))
@@ -37,6 +37,37 @@ func TestInferDataAndImage(t *testing.T) {
 	f.Close()
 	if err := run([]string{"-checkpoint", ck, "-image", path}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFigures: -recon and -perturb write PNGs of the layout's size, from
+// a data set (AffNIST rescaled to the model's 28×28) or one -image.
+func TestFigures(t *testing.T) {
+	ck := tinyCheckpoint(t)
+	dir := t.TempDir()
+	recon, perturb := filepath.Join(dir, "recon.png"), filepath.Join(dir, "perturb.png")
+	if err := run([]string{"-checkpoint", ck, "-data", "affnist-embedded", "-recon", recon, "-perturb", perturb, "-perturb-index", "999"}); err != nil {
+		t.Fatal(err)
+	}
+	// 2 rows of 8 pairs of 28×28 images (gap 1, margins 3), pixels drawn 2×2.
+	if w, h := clitest.PNGSize(t, recon); w != 2*(3+8*(57+3)) || h != 2*(3+2*(28+3)) {
+		t.Errorf("-recon: %d×%d figure", w, h)
+	}
+	// tiny-deep's output capsules have 4 dimensions: 4 rows of 11.
+	if w, h := clitest.PNGSize(t, perturb); w != 2*(3+11*29-1+3) || h != 2*(3+4*29-1+3) {
+		t.Errorf("-perturb: %d×%d figure", w, h)
+	}
+	img := image.NewGray(image.Rect(0, 0, 28, 28))
+	img.SetGray(14, 14, color.Gray{Y: 255})
+	path := filepath.Join(dir, "digit.png")
+	f, _ := os.Create(path)
+	png.Encode(f, img)
+	f.Close()
+	if err := run([]string{"-checkpoint", ck, "-image", path, "-recon", recon, "-perturb", perturb}); err != nil {
+		t.Fatal(err)
+	}
+	if w, h := clitest.PNGSize(t, recon); w != 2*(3+57+3) || h != 2*(3+28+3) {
+		t.Errorf("-image -recon: %d×%d figure", w, h)
 	}
 }
 
@@ -106,6 +137,12 @@ func TestInferErrors(t *testing.T) {
 		{[]string{"-checkpoint", stateDict}, "no model config", 1},
 		{[]string{"-checkpoint", stateDict, "-model", "tiny-sabour"}, "missing", 1},
 		{[]string{"-model", "nope", "-plan"}, "-model", 1},
+		{[]string{"-checkpoint", ck, "-perturb-index", "3"}, "only with -perturb", 2},
+		{[]string{"-checkpoint", ck, "-perturb", "p.png", "-perturb-index", "-1"}, "-perturb-index", 2},
+		{[]string{"-checkpoint", ck, "-perturb", "p.png", "-perturb-index", "1000"}, "-perturb-index 1000: mnist-embedded-test has 1000 images", 2},
+		{[]string{"-checkpoint", ck, "-plan", "-recon", "r.png"}, "-recon does not apply", 2},
+		{[]string{"-checkpoint", ck, "-image", bad, "-perturb", "p.png", "-perturb-index", "2"}, "-perturb-index does not apply", 2},
+		{[]string{"-checkpoint", ck, "-recon", filepath.Join(t.TempDir(), "no", "dir", "r.png")}, "-recon", 1},
 	} {
 		err := run(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -28,6 +28,9 @@ const (
 	// filling with zeros (Sabour et al.'s MNIST augmentation; see
 	// ShiftRandom), drawn afresh per sample and epoch.
 	PlacementShift
+	// PlacementRescale resamples each image to the canvas by area
+	// averaging (see Rescale): 40×40 AffNIST for Sabour's 28×28 model.
+	PlacementRescale
 )
 
 // String returns the placement's name.
@@ -43,6 +46,8 @@ func (p Placement) String() string {
 		return "affnist"
 	case PlacementShift:
 		return "shift"
+	case PlacementRescale:
+		return "rescale"
 	}
 	return fmt.Sprintf("Placement(%d)", int(p))
 }
@@ -53,7 +58,8 @@ type BatchConfig struct {
 	Shuffle bool   // visit the samples in a random order, a new one per epoch
 	Seed    uint64 // seeds the order and the placements; same seed and epoch, same batches
 	// Placement of each image; the canvas is CanvasH×CanvasW (both 0 mean
-	// 40×40) and must hold the dataset images. Ignored for PlacementNone.
+	// 40×40) and must hold the dataset images, except for PlacementRescale
+	// (any positive size). Ignored for PlacementNone and PlacementShift.
 	Placement        Placement
 	CanvasH, CanvasW int
 	// MaxShift bounds the shift of PlacementShift, in pixels (≥ 0).
@@ -141,6 +147,14 @@ func NewBatcher(ds *Dataset, cfg BatchConfig) (*Batcher, error) {
 		}
 		if cfg.CanvasH < ds.H || cfg.CanvasW < ds.W {
 			return nil, fmt.Errorf("data: %s: %d×%d images do not fit on a %d×%d canvas", ds.Name, ds.H, ds.W, cfg.CanvasH, cfg.CanvasW)
+		}
+		h, w = cfg.CanvasH, cfg.CanvasW
+	case PlacementRescale:
+		if cfg.CanvasH == 0 && cfg.CanvasW == 0 {
+			cfg.CanvasH, cfg.CanvasW = AffNISTCanvas, AffNISTCanvas
+		}
+		if cfg.CanvasH <= 0 || cfg.CanvasW <= 0 || cfg.CanvasW > MaxImagePixels/cfg.CanvasH {
+			return nil, fmt.Errorf("data: %s: rescale to a %d×%d canvas, want positive sides and at most %d pixels (data.MaxImagePixels)", ds.Name, cfg.CanvasH, cfg.CanvasW, MaxImagePixels)
 		}
 		h, w = cfg.CanvasH, cfg.CanvasW
 	case PlacementShift:
@@ -239,6 +253,8 @@ func (b *Batcher) Next(dst *Batch) bool {
 			err = AffNISTRanges.Sample(b.rngPl).Apply(out, in)
 		case PlacementShift:
 			_, _, err = ShiftRandom(out, in, b.cfg.MaxShift, b.rngPl)
+		case PlacementRescale:
+			err = Rescale(out, in)
 		}
 		if err != nil {
 			b.err = fmt.Errorf("data: %s: sample %d: %w", b.ds.Name, idx, err)

@@ -204,7 +204,7 @@ func TestBatcherPlacement(t *testing.T) {
 
 func TestBatcherNoAlloc(t *testing.T) {
 	ds := testDigits(t, 64)
-	for _, p := range []Placement{PlacementNone, PlacementCenter, PlacementRandom, PlacementAffNIST} {
+	for _, p := range []Placement{PlacementNone, PlacementCenter, PlacementRandom, PlacementAffNIST, PlacementRescale} {
 		it, err := NewBatcher(ds, BatchConfig{Size: 16, Shuffle: true, Seed: 1, Placement: p})
 		if err != nil {
 			t.Fatal(err)

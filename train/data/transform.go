@@ -20,7 +20,8 @@ func (im Image) check(what string) error {
 	return nil
 }
 
-func checkPair(dst, src Image) error {
+// checkImages checks both images and that they have the same channels.
+func checkImages(dst, src Image) error {
 	if err := dst.check("destination"); err != nil {
 		return err
 	}
@@ -29,6 +30,14 @@ func checkPair(dst, src Image) error {
 	}
 	if dst.C != src.C {
 		return fmt.Errorf("data: %d source channels, %d destination channels", src.C, dst.C)
+	}
+	return nil
+}
+
+// checkPair checks the images (checkImages) and that src fits on dst.
+func checkPair(dst, src Image) error {
+	if err := checkImages(dst, src); err != nil {
+		return err
 	}
 	if src.H > dst.H || src.W > dst.W {
 		return fmt.Errorf("data: a %d×%d image does not fit on a %d×%d canvas", src.H, src.W, dst.H, dst.W)

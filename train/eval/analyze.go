@@ -68,12 +68,18 @@ func DefaultMagnitudes(f data.Family) []float64 {
 // magnitudes (mags[f], DefaultMagnitudes when absent), every batch is
 // transformed about its canvas center with the AffNIST transform code
 // (data.Transform) and both versions run through one inference Net. The
-// images must have the model's input shape (place them on the batcher).
+// images must have the model's input shape (place them on the batcher), or
+// be larger (data.PlacementFor gives data.PlacementRescale): then both
+// versions are rescaled to the model's input (data.Rescale) after the
+// transformation, so that the magnitudes are in the data's pixels, as for
+// a model that takes the data's size (the paper's Sabour model on
+// AffNIST).
 func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Family, mags map[data.Family][]float64) ([]InvariancePoint, error) {
 	c, h, w := b.Shape()
-	if [3]int{c, h, w} != p.Config.Input {
-		in := p.Config.Input
-		return nil, fmt.Errorf("invariance: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, p.Config.Name, in[0], in[1], in[2])
+	in := p.Config.Input
+	rescale := c == in[0] && data.PlacementFor(h, w, in[1], in[2]) == data.PlacementRescale
+	if [3]int{c, h, w} != in && !rescale {
+		return nil, fmt.Errorf("invariance: the data gives %d×%d×%d images, model %s takes %d×%d×%d (or smaller images, rescaled)", c, h, w, p.Config.Name, in[0], in[1], in[2])
 	}
 	batch := b.NewBatch()
 	net, err := capsnet.NewInferenceNet(p, batch.Cap())
@@ -105,17 +111,40 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 	if len(pts) == 0 {
 		return nil, fmt.Errorf("invariance: no transformation to measure")
 	}
-	xt := make([]float32, len(batch.X))
-	sz := c * h * w
+	sz := in[0] * in[1] * in[2]
+	x, xt := batch.X, make([]float32, batch.Cap()*sz)
+	var tmp data.Image // a transformed image at the data's size, before rescaling
+	if rescale {
+		x = make([]float32, batch.Cap()*sz)
+		tmp = data.Image{C: c, H: h, W: w, Pix: make([]float32, c*h*w)}
+	}
+	model := func(buf []float32, i int) data.Image {
+		return data.Image{C: in[0], H: in[1], W: in[2], Pix: buf[i*sz : (i+1)*sz]}
+	}
 	err = firstImages(b, batch, k, "invariance", func(n int) error {
+		if rescale {
+			for i := 0; i < n; i++ {
+				if err := data.Rescale(model(x, i), batch.Image(i)); err != nil {
+					return fmt.Errorf("invariance: %w", err)
+				}
+			}
+		}
 		for _, pt := range pts {
 			for i := 0; i < n; i++ {
-				dst := data.Image{C: c, H: h, W: w, Pix: xt[i*sz : (i+1)*sz]}
+				dst := model(xt, i)
+				if rescale {
+					dst = tmp
+				}
 				if err := data.Transform(dst, batch.Image(i), pt.f, pt.m); err != nil {
 					return fmt.Errorf("invariance: %s %g: %w", pt.f, pt.m, err)
 				}
+				if rescale {
+					if err := data.Rescale(model(xt, i), tmp); err != nil {
+						return fmt.Errorf("invariance: %w", err)
+					}
+				}
 			}
-			if err := pt.acc.AddNet(net, batch.X, xt, n); err != nil {
+			if err := pt.acc.AddNet(net, x, xt, n); err != nil {
 				return err
 			}
 		}

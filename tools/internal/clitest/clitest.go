@@ -2,13 +2,14 @@
 // test binary re-executed) so that a test can check what only a process
 // shows: its exit status, stdout and stderr. A command's tests call Main
 // from TestMain, then Run or Command. Checkpoint writes a small checkpoint
-// for them.
+// for them; PNGSize reads the size of a PNG a command wrote.
 package clitest
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,4 +94,20 @@ func Checkpoint(t testing.TB, preset string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// PNGSize returns the width and height of the PNG file at path, failing
+// the test when it is missing or not a PNG.
+func PNGSize(t testing.TB, path string) (w, h int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return cfg.Width, cfg.Height
 }
