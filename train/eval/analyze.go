@@ -121,6 +121,27 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 	model := func(buf []float32, i int) data.Image {
 		return data.Image{C: in[0], H: in[1], W: in[2], Pix: buf[i*sz : (i+1)*sz]}
 	}
+	// The originals' capsules are computed once per batch and kept (orig);
+	// each transformation then costs one forward pass, and magnitude 0 (the
+	// identity) none: its pairs are the originals themselves.
+	layers := net.Layers()
+	orig := make([][]float32, len(layers))
+	for l, li := range layers {
+		orig[l] = make([]float32, batch.Cap()*li.N*li.D)
+	}
+	addPairs := func(pt point, trans func(l int) ([]float32, error), n int) error {
+		for l, li := range layers {
+			t, err := trans(l)
+			if err != nil {
+				return err
+			}
+			if err := pt.acc.AddPair(l, orig[l], t, capsnet.CapsShape{B: n, N: li.N, D: li.D}, n); err != nil {
+				return err
+			}
+		}
+		pt.acc.AddImages(n)
+		return nil
+	}
 	err = firstImages(b, batch, k, "invariance", func(n int) error {
 		if rescale {
 			for i := 0; i < n; i++ {
@@ -129,7 +150,23 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 				}
 			}
 		}
+		if err := net.Forward(x, nil); err != nil {
+			return fmt.Errorf("invariance: %w", err)
+		}
+		for l := range layers {
+			c, _, err := net.Capsules(l)
+			if err != nil {
+				return err
+			}
+			copy(orig[l], c)
+		}
 		for _, pt := range pts {
+			if pt.m == 0 { // the identity of every family
+				if err := addPairs(pt, func(l int) ([]float32, error) { return orig[l], nil }, n); err != nil {
+					return err
+				}
+				continue
+			}
 			for i := 0; i < n; i++ {
 				dst := model(xt, i)
 				if rescale {
@@ -144,7 +181,14 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 					}
 				}
 			}
-			if err := pt.acc.AddNet(net, x, xt, n); err != nil {
+			if err := net.Forward(xt, nil); err != nil {
+				return fmt.Errorf("invariance: %w", err)
+			}
+			err := addPairs(pt, func(l int) ([]float32, error) {
+				c, _, err := net.Capsules(l)
+				return c, err
+			}, n)
+			if err != nil {
 				return err
 			}
 		}

@@ -83,6 +83,34 @@ func TestInvariance(t *testing.T) {
 	if !(rot[0] > rot[1] && rot[1] > rot[2]) {
 		t.Errorf("primary capsules' corr under rotation 0°, 10°, 45°: %v, want decreasing", rot)
 	}
+	// Invariance runs the originals once per batch for every point: the
+	// same figures as analysis.Invariance.AddNet, which runs both.
+	net, err := capsnet.NewInferenceNet(p, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := analysis.NewInvariance(net.Layers(), 5)
+	sz := ds.ImageSize()
+	for lo := 0; lo < ds.N; lo += 5 {
+		n := min(5, ds.N-lo)
+		x, xt := make([]float32, 5*sz), make([]float32, 5*sz)
+		copy(x, ds.X[lo*sz:(lo+n)*sz])
+		for i := 0; i < n; i++ {
+			dst := data.Image{C: 1, H: ds.H, W: ds.W, Pix: xt[i*sz : (i+1)*sz]}
+			if err := data.Transform(dst, ds.Image(lo+i), data.FamilyRotation, 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ref.AddNet(net, x, xt, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, want := ref.Report()
+	for l, got := range pts[1].Layers {
+		if pts[1].Family != data.FamilyRotation || pts[1].Magnitude != 10 || got.Corr != want[l].Corr {
+			t.Errorf("rotation 10°, layer %s: corr %v, want %v (AddNet on both versions)", got.Name, got.Corr, want[l].Corr)
+		}
+	}
 }
 
 // tinyModel returns tiny-deep initialised with seed 2 and the embedded
