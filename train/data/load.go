@@ -2,7 +2,10 @@ package data
 
 import (
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/capstan-ml/capstan"
 )
 
 // DataSets lists the names LoadNamed accepts.
@@ -119,7 +122,7 @@ func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
 		if name == "affnist-embedded" {
 			src = "embedded"
 		}
-		_, test, err := LoadNamed(src, dir)
+		test, err := loadTestSplit(src, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -131,6 +134,30 @@ func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
 			return nil, err
 		}
 		return s.Val, nil
+	}
+	return loadTestSplit(name, dir)
+}
+
+// loadTestSplit loads the test split of data set name alone where its
+// files allow (MNIST's format: the training images, six times the test
+// set, are not read), else both splits.
+func loadTestSplit(name, dir string) (*Dataset, error) {
+	var err error
+	switch name {
+	case "embedded":
+		return loadIDXSplit(capstan.EmbeddedMNIST, ".", ".", mnistTestImages, mnistTestLabels, "mnist-embedded-test")
+	case "mnist", "fashion":
+		find, prefix := FindMNIST, "mnist"
+		if name == "fashion" {
+			find, prefix = FindFashionMNIST, "fashion-mnist"
+		}
+		if dir, err = find(dir); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("data: loading %s: %w", prefix, err)
+		}
+		return loadIDXSplit(os.DirFS(dir), ".", dir, mnistTestImages, mnistTestLabels, prefix+"-test")
 	}
 	_, test, err := LoadNamed(name, dir)
 	return test, err

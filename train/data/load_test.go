@@ -1,6 +1,8 @@
 package data
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,6 +31,22 @@ func TestLoadNamed(t *testing.T) {
 	writeMNISTDir(t, dir, 7, 3)
 	if tr, te, err := LoadNamed("mnist", dir); err != nil || tr.N != 7 || te.N != 3 {
 		t.Errorf("mnist from %s: %v", dir, err)
+	}
+	// LoadTest reads the test files alone: with unreadable training files
+	// it still loads the test split (and AffNIST from it).
+	for _, f := range []string{mnistTrainImages, mnistTrainLabels} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("not IDX"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if te, err := LoadTest("mnist", dir, 1); err != nil || te.N != 3 || te.Name != "mnist-test" {
+		t.Errorf("mnist test split without the training files: %v (%v)", err, te)
+	}
+	if a, err := LoadTest("affnist", dir, 1); err != nil || a.N != 3 || a.H != 40 {
+		t.Errorf("affnist without the training files: %v", err)
+	}
+	if _, err := LoadTest("mnist-val", dir, 1); err == nil {
+		t.Error("mnist-val with unreadable training files: no error")
 	}
 }
 
