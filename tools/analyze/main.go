@@ -64,7 +64,11 @@ func run(args []string, stdout io.Writer) error {
 	inv := fs.String("invariance", "", "also measure viewpoint invariance for these transformation families (comma-separated: rotation, shear, scale, translate-x, translate-y, or all), each over its default magnitudes")
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
 	jsonOut := fs.String("json", "", "also write the tables' figures (for each checkpoint and over all) to this JSON file")
+	hf := addHTMLFlags(fs)
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
+		return err
+	}
+	if err := hf.check(); err != nil {
 		return err
 	}
 	if err := cli.Int("batch", *batch, 1, capsnet.MaxBatch); err != nil {
@@ -112,6 +116,7 @@ func run(args []string, stdout io.Writer) error {
 	var all []perCheckpoint
 	var reps []analysis.Report
 	var model *capsnet.Config // the first checkpoint's: every other must hold the same
+	var first firstModel      // for -html
 	for _, path := range cks {
 		ck, err := capsnet.ReadCheckpoint(path)
 		if err != nil {
@@ -147,12 +152,15 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		var pts []invPoint
+		var res []eval.InvariancePoint
 		if len(families) > 0 {
-			res, err := eval.Invariance(p, b, *k, families, nil)
-			if err != nil {
+			if res, err = eval.Invariance(p, b, *k, families, nil); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
 			pts = invPoints(res)
+		}
+		if first.p == nil {
+			first = firstModel{path: path, p: p, b: b, ds: ds, rep: rep, inv: res}
 		}
 		all = append(all, perCheckpoint{path, p.Config.Name, one, pts})
 		reps = append(reps, rep)
@@ -190,6 +198,9 @@ func run(args []string, stdout io.Writer) error {
 				fmt.Fprintln(stdout)
 			}
 		}
+	}
+	if err := hf.write(first, tables, cks, th); err != nil {
+		return err
 	}
 	if *jsonOut == "" {
 		return nil
