@@ -126,10 +126,17 @@ func heatmapSVG(title, xLabel, yLabel, barLabel string, g grid, lo, hi float64, 
 	cb.HideX()
 	cb.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
 	const barW = 70
-	return svgOf(w, h, func(c draw.Canvas) {
+	svg, err := svgOf(w, h, func(c draw.Canvas) {
 		p.Draw(draw.Crop(c, 0, -barW, 0, 0))
 		cb.Draw(draw.Crop(c, w-barW+8, 0, 28, -22))
 	})
+	// Pixels stay sharp when enlarged, but a raster of more rows or
+	// columns than the plot has points is averaged, not decimated: a
+	// dead capsule's row must not drop out.
+	if float64(g.rows) > 0.6*float64(h) || float64(g.cols) > 0.8*float64(w) {
+		svg = strings.Replace(svg, "<image ", `<image style="image-rendering:auto" `, 1)
+	}
+	return svg, err
 }
 
 // bars is a bar chart of per-capsule means with ±std error bars; dead
@@ -167,6 +174,9 @@ func (b bars) Plot(c draw.Canvas, p *plot.Plot) {
 		if s := b.std[i]; s > 0 {
 			xm := trX(float64(i))
 			ls := draw.LineStyle{Color: color.Black, Width: vg.Points(0.7)}
+			if len(b.mean) > 64 { // many thin bars: lighter error bars
+				ls = draw.LineStyle{Color: color.RGBA{0x60, 0x60, 0x60, 0xff}, Width: vg.Points(0.35)}
+			}
 			lo, hi := trY(math.Max(m-s, 0)), trY(m+s)
 			c.StrokeLine2(ls, xm, lo, xm, hi)
 			if x1-x0 > 4 {
@@ -228,8 +238,19 @@ func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length,
 	}
 	if logY {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		// Whole decades: gonum's log ticks are labelled at powers of 10.
+		lo, hi := math.Inf(1), math.Inf(-1)
 		for k := range series {
 			series[k].xy = positive(series[k].xy)
+			for _, pt := range series[k].xy {
+				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			}
+		}
+		if lo <= hi {
+			yMin, yMax = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+			if yMin == yMax {
+				yMax *= 10
+			}
 		}
 	}
 	p.Add(plotter.NewGrid())
@@ -313,11 +334,8 @@ func (in *Input) writeStats(b *strings.Builder) error {
 					g.set(j, i, m.z[i*R.NOut+j])
 				}
 			}
-			lo, hi := 0.0, 1.0
-			if m.what == "std" {
-				_, hi = zRange(m.z)
-				hi = math.Max(hi, 1e-6)
-			}
+			_, hi := zRange(m.z)
+			lo, hi := 0.0, math.Max(hi, 1e-6)
 			h := vg.Length(math.Min(math.Max(float64(R.NOut)*16+90, 200), 420))
 			svg, err := heatmapSVG(fmt.Sprintf("coupling %s, %s → %s", m.what, R.From, R.To), "input capsule i ("+R.From+")", "output capsule j ("+R.To+")", m.what+" c[i,j]", g, lo, hi, 400, h)
 			if err != nil {

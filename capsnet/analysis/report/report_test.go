@@ -231,7 +231,7 @@ func TestWrite(t *testing.T) {
 	// Two identical models: std 0, printed without ±; Table 1 of two rows.
 	for _, want := range []string{"<td>primary → caps.0</td>", "<td>caps.0 → caps.1</td>", "top 32 of 40", "label 3", "predicted 5 (wrong)",
 		"rotation 30°", "shear 30°", "@font-face", "data:font/ttf;base64,", "Largest capsule norm", "log₁₀ ‖∂L_m/∂W[j,i]‖", "max-pooled into 600 column(s) of 2.5 step(s)",
-		`preserveAspectRatio="none"`, "reconstructions", "perturbations"} {
+		`preserveAspectRatio="none"`, `style="image-rendering:auto"`, "reconstructions", "perturbations"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
