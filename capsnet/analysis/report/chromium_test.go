@@ -70,7 +70,7 @@ func TestChromium(t *testing.T) {
 			t.Errorf("rendered DOM lacks section %s", id)
 		}
 	}
-	if n := strings.Count(dom, "<svg"); n != 4+3+2+5+2+5 {
+	if n := strings.Count(dom, "<svg"); n != 4+3+2+5+3+5 {
 		t.Errorf("rendered DOM has %d svg elements", n)
 	}
 	shot := filepath.Join(dir, "shot.png")

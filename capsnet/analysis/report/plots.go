@@ -231,29 +231,11 @@ const (
 	legendTopRight
 )
 
-func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length, yMin, yMax float64, logY, intX bool, legend int) (string, error) {
+func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length, yMin, yMax float64, intX bool, legend int) (string, error) {
 	p := newPlot(title, xLabel, yLabel)
 	if intX {
 		p.X.Tick.Marker = intTicks{}
 	}
-	if logY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-		// Whole decades: gonum's log ticks are labelled at powers of 10.
-		lo, hi := math.Inf(1), math.Inf(-1)
-		for k := range series {
-			series[k].xy = positive(series[k].xy)
-			for _, pt := range series[k].xy {
-				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
-			}
-		}
-		if lo <= hi {
-			yMin, yMax = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
-			if yMin == yMax {
-				yMax *= 10
-			}
-		}
-	}
-	p.Add(plotter.NewGrid())
 	for k, s := range series {
 		if len(s.xy) == 0 {
 			continue
@@ -284,17 +266,6 @@ func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length,
 		p.Y.Max = yMax
 	}
 	return plotSVG(p, w, h)
-}
-
-// positive returns the points whose y is > 0 (for a log scale).
-func positive(xy plotter.XYs) plotter.XYs {
-	var out plotter.XYs
-	for _, p := range xy {
-		if p.Y > 0 {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // finiteXY returns the points whose y is finite.
@@ -391,7 +362,7 @@ func (in *Input) writeInvariance(b *strings.Builder) error {
 			}
 			series = append(series, lineSeries{L.Name, finiteXY(xs, ys)})
 		}
-		svg, err := linesSVG(f, magnitudeUnit(f), "corr (original, transformed)", series, 420, 300, 0, 1.02, false, false, legendBottomLeft)
+		svg, err := linesSVG(f, magnitudeUnit(f), "corr (original, transformed)", series, 420, 300, 0, 1.02, false, legendBottomLeft)
 		if err != nil {
 			return err
 		}
@@ -443,24 +414,27 @@ func (in *Input) writeTraining(b *strings.Builder) error {
 	loss := []lineSeries{
 		{"loss", finiteXY(xs, col(func(e Epoch) float64 { return e.Loss }))},
 		{"margin loss", finiteXY(xs, col(func(e Epoch) float64 { return e.MarginLoss }))},
-		{"reconstruction loss", finiteXY(xs, col(func(e Epoch) float64 { return e.ReconLoss }))},
 	}
+	recon := []lineSeries{{"reconstruction loss", finiteXY(xs, col(func(e Epoch) float64 { return e.ReconLoss }))}}
 	acc := []lineSeries{
 		{"train", finiteXY(xs, col(func(e Epoch) float64 { return e.TrainAcc }))},
 		{"validation", finiteXY(xs, col(func(e Epoch) float64 { return e.ValAcc }))},
 		{"test", finiteXY(xs, col(func(e Epoch) float64 { return e.TestAcc }))},
 	}
 	for _, p := range []struct {
-		title, y string
-		s        []lineSeries
-		log      bool
-		legend   int
-	}{{"losses", "loss (mean per batch, log scale)", loss, true, legendTopRight}, {"accuracy", "accuracy", acc, false, legendBottomRight}} {
-		svg, err := linesSVG(p.title, "epoch", p.y, p.s, 420, 300, math.NaN(), math.NaN(), p.log, true, p.legend)
+		title, y, caption string
+		s                 []lineSeries
+		legend            int
+	}{
+		{"loss", "loss (mean per batch)", "total loss L_m + α·L_r and margin loss L_m per epoch", loss, legendTopRight},
+		{"reconstruction loss", "L_r (sum of squares per image)", "reconstruction loss per epoch", recon, legendTopRight},
+		{"accuracy", "accuracy", "accuracy per epoch", acc, legendBottomRight},
+	} {
+		svg, err := linesSVG(p.title, "epoch", p.y, p.s, 320, 260, math.NaN(), math.NaN(), true, p.legend)
 		if err != nil {
 			return err
 		}
-		figure(b, svg, p.title+" per epoch")
+		figure(b, svg, p.caption)
 	}
 	b.WriteString("</div>\n")
 	return nil

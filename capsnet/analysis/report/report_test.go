@@ -237,12 +237,12 @@ func TestWrite(t *testing.T) {
 		}
 	}
 	// Plots: 2 routing layers × (mean, std), 3 norm charts, 2 invariance
-	// families, 3 + 2 telemetry heatmaps, 2 training curves; parse trees:
+	// families, 3 + 2 telemetry heatmaps, 3 training curves; parse trees:
 	// 2 samples + 3 views.
-	if want := 4 + 3 + 2 + 5 + 2 + 5; count["svg"] != want {
+	if want := 4 + 3 + 2 + 5 + 3 + 5; count["svg"] != want {
 		t.Errorf("%d <svg> elements, want %d", count["svg"], want)
 	}
-	if count["figure"] != 4+3+2+5+2+2 || count["table"] != 2 || count["section"] != len(sectionIDs) {
+	if count["figure"] != 4+3+2+5+3+2 || count["table"] != 2 || count["section"] != len(sectionIDs) {
 		t.Errorf("%d figures, %d tables, %d sections", count["figure"], count["table"], count["section"])
 	}
 	// Edges: in the first sample, couplings ≥ 0.05 are the 40 + 8 routes
