@@ -3,11 +3,13 @@
 // paper's Table 1 (capsules alive, dyr, dys per routing layer) and Table 2
 // (cnm, cns, car, cas, cdr, cds per capsule layer), as text or Markdown,
 // mean ± std over the checkpoints when several are given; -json writes
-// every figure.
+// every figure; -html writes the whole analysis with its figures as one
+// self-contained HTML page (docs/report.md).
 //
 //	go run ./tools/analyze                                   # the default run, embedded test digits
 //	go run ./tools/analyze -checkpoint a.safetensors -checkpoint b.safetensors -data affnist-embedded
 //	go run ./tools/analyze -markdown -json stats.json
+//	go run ./tools/analyze -invariance all -html report.html
 package main
 
 import (
