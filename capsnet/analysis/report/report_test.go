@@ -218,6 +218,10 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := b.String()
+	var again bytes.Buffer
+	if err := Write(&again, in); err != nil || again.String() != doc {
+		t.Errorf("a second report of the same input differs (%v)", err)
+	}
 	count := checkWellFormed(t, doc)
 	checkOffline(t, doc)
 	if _, err := html.Parse(strings.NewReader(doc)); err != nil {
