@@ -121,7 +121,7 @@ func heatmapSVG(title, xLabel, yLabel, barLabel string, g grid, lo, hi float64, 
 	hm.Rasterized = true
 	p := newPlot(title, xLabel, yLabel)
 	p.X.Tick.Marker, p.Y.Tick.Marker = intTicks{}, intTicks{}
-	p.Add(hm)
+	p.Add(rasterHeat{hm})
 	cb := newPlot("", "", barLabel)
 	cb.HideX()
 	cb.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
@@ -138,6 +138,13 @@ func heatmapSVG(title, xLabel, yLabel, barLabel string, g grid, lo, hi float64, 
 	}
 	return svg, err
 }
+
+// rasterHeat is a rasterized heatmap without gonum's glyph box per cell
+// (zero-sized, and hundreds of megabytes for a telemetry heatmap).
+type rasterHeat struct{ *plotter.HeatMap }
+
+// GlyphBoxes returns none (plot.GlyphBoxer).
+func (rasterHeat) GlyphBoxes(*plot.Plot) []plot.GlyphBox { return nil }
 
 // bars is a bar chart of per-capsule means with ±std error bars; dead
 // capsules are red, on a light red band.
