@@ -3,11 +3,13 @@
 // paper's Table 1 (capsules alive, dyr, dys per routing layer) and Table 2
 // (cnm, cns, car, cas, cdr, cds per capsule layer), as text or Markdown,
 // mean ± std over the checkpoints when several are given; -json writes
-// every figure.
+// every figure; -html writes the whole analysis with its figures as one
+// self-contained HTML page (docs/report.md).
 //
 //	go run ./tools/analyze                                   # the default run, embedded test digits
 //	go run ./tools/analyze -checkpoint a.safetensors -checkpoint b.safetensors -data affnist-embedded
 //	go run ./tools/analyze -markdown -json stats.json
+//	go run ./tools/analyze -invariance all -html report.html
 package main
 
 import (
@@ -65,7 +67,11 @@ func run(args []string, stdout io.Writer) error {
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
 	jsonOut := fs.String("json", "", "also write the tables' figures (for each checkpoint and over all) to this JSON file")
 	recon := fs.String("recon", "", "also write a PNG of the first 16 images beside their reconstructions by the (first) checkpoint to this file")
+	hf := addHTMLFlags(fs)
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
+		return err
+	}
+	if err := hf.check(); err != nil {
 		return err
 	}
 	if err := cli.Int("batch", *batch, 1, capsnet.MaxBatch); err != nil {
@@ -113,6 +119,7 @@ func run(args []string, stdout io.Writer) error {
 	var all []perCheckpoint
 	var reps []analysis.Report
 	var model *capsnet.Config // the first checkpoint's: every other must hold the same
+	var first firstModel      // for -html
 	for _, path := range cks {
 		ck, err := capsnet.ReadCheckpoint(path)
 		if err != nil {
@@ -162,12 +169,15 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		var pts []invPoint
+		var res []eval.InvariancePoint
 		if len(families) > 0 {
-			res, err := eval.Invariance(p, ib, *k, families, nil)
-			if err != nil {
+			if res, err = eval.Invariance(p, ib, *k, families, nil); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
 			pts = invPoints(res)
+		}
+		if first.p == nil {
+			first = firstModel{path: path, p: p, b: b, ds: ds, rep: rep, inv: res}
 		}
 		all = append(all, perCheckpoint{path, p.Config.Name, one, pts})
 		reps = append(reps, rep)
@@ -205,6 +215,9 @@ func run(args []string, stdout io.Writer) error {
 				fmt.Fprintln(stdout)
 			}
 		}
+	}
+	if err := hf.write(first, tables, cks, th); err != nil {
+		return err
 	}
 	if *jsonOut == "" {
 		return nil

@@ -1,0 +1,362 @@
+// Package report writes the parse-tree analysis of a CapsNet (spec §7,
+// the paper "Why Capsule Neural Networks Do Not Scale") as one
+// self-contained HTML file: the paper's Tables 1 and 2, parse trees of
+// sample images (Fig. 2) and of one digit under two transformations
+// (Fig. 5), the mean and standard deviation of every coupling and capsule
+// norm with the dead capsules (Fig. 3), the viewpoint-invariance curves
+// (Fig. 4), the training telemetry of the appendix (largest capsule norms
+// and margin-loss gradients of the votes matrices per step), training
+// curves, and optional reconstruction images.
+//
+// The file needs no network: figures are inline SVG (parse trees drawn
+// here, plots by gonum.org/v1/plot), raster parts are data:image/png
+// URIs, and the one font the plots use (Liberation Sans) is embedded.
+// Input holds plain data; callers (tools/analyze, through train/eval)
+// fill it.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"image/png"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/train/telemetry"
+)
+
+// Sample is one image's parse tree. It is analysis.Sample: the plain type
+// lives there so that train/eval, which fills it, does not link the
+// plotting code into the trainer.
+type Sample = analysis.Sample
+
+// InvariancePoint is one point of the viewpoint-invariance curves (Fig.
+// 4): every capsule layer's mean correlation for one transformation
+// family at one magnitude over K image pairs.
+type InvariancePoint struct {
+	Family    string // rotation, shear, scale, translate-x, translate-y
+	Magnitude float64
+	K         int
+	Layers    []analysis.InvarianceLayer
+}
+
+// Epoch is one epoch of training (a line of a run's metrics.ndjson). A
+// figure that was not measured is NaN.
+type Epoch struct {
+	Epoch                       int
+	Loss, MarginLoss, ReconLoss float64
+	TrainAcc, ValAcc, TestAcc   float64
+}
+
+// Figure is a PNG image made elsewhere (reconstructions, a capsule
+// dimension perturbation grid) and its caption.
+type Figure struct {
+	Caption string
+	PNG     []byte
+}
+
+// MaxPNG bounds an embedded Figure's PNG (bytes) and MaxPNGPixels its
+// decoded size.
+const (
+	MaxPNG       = 32 << 20
+	MaxPNGPixels = 1 << 24
+)
+
+// Input is what a report shows. Every part but Model may be missing: its
+// section then says how to get it.
+type Input struct {
+	// Title heads the page ("Parse-tree report: MODEL" when empty).
+	Title string
+	// Model is the model configuration's name, Data the data set's.
+	Model, Data string
+	// Checkpoints are the analysed checkpoints' paths.
+	Checkpoints []string
+	// Thresholds are the constants of spec §7 the statistics used.
+	Thresholds analysis.Thresholds
+	// Tables are the paper's Tables 1 and 2 over the checkpoints.
+	Tables *analysis.Tables
+	// Stats are one model's per-capsule and per-coupling statistics
+	// (Fig. 3), StatsOf names it (a checkpoint).
+	Stats   *analysis.Report
+	StatsOf string
+	// Samples are parse trees of sample images (Fig. 2).
+	Samples []Sample
+	// Views are the parse trees of one digit as it is and under
+	// transformations, shown side by side (Fig. 5).
+	Views []Sample
+	// Invariance are the points of the invariance curves (Fig. 4), of the
+	// model StatsOf names.
+	Invariance []InvariancePoint
+	// Telemetry is a run's per-step telemetry (appendix figures).
+	Telemetry *telemetry.Log
+	// Metrics are the run's epochs (training curves).
+	Metrics []Epoch
+	// Reconstructions and Perturbation are images made elsewhere; nil:
+	// left out.
+	Reconstructions, Perturbation *Figure
+	// EdgeMin hides parse-tree edges whose coupling is below it (0:
+	// DefaultEdgeMin).
+	EdgeMin float64
+	// MaxNodes caps the capsules drawn per layer of a parse tree: larger
+	// layers show their MaxNodes largest norms (0: DefaultMaxNodes).
+	MaxNodes int
+	// MaxColumns caps the step columns of a telemetry heatmap: steps are
+	// max-pooled into at most this many (0: DefaultMaxColumns).
+	MaxColumns int
+}
+
+// Defaults of Input's display settings.
+const (
+	DefaultEdgeMin    = 0.05
+	DefaultMaxNodes   = 32
+	DefaultMaxColumns = 600
+)
+
+// section is one part of the page.
+type section struct {
+	id, title string
+	body      strings.Builder
+}
+
+// Write writes the report of in to w as one HTML document. Inconsistent
+// input (sizes that disagree, non-finite values, an undecodable PNG) is
+// an error naming the part; nothing is written then.
+func Write(w io.Writer, in Input) error {
+	if err := in.validate(); err != nil {
+		return err
+	}
+	if in.EdgeMin == 0 {
+		in.EdgeMin = DefaultEdgeMin
+	}
+	if in.MaxNodes == 0 {
+		in.MaxNodes = DefaultMaxNodes
+	}
+	if in.MaxColumns == 0 {
+		in.MaxColumns = DefaultMaxColumns
+	}
+	var secs []*section
+	add := func(id, title string, fill func(*strings.Builder) error) error {
+		s := &section{id: id, title: title}
+		if err := fill(&s.body); err != nil {
+			return fmt.Errorf("report: %s: %w", title, err)
+		}
+		secs = append(secs, s)
+		return nil
+	}
+	steps := []struct {
+		id, title string
+		fill      func(*strings.Builder) error
+	}{
+		{"tables", "Tables 1 and 2: parse-tree statistics", in.writeTables},
+		{"trees", "Parse trees of sample images (Fig. 2)", in.writeTrees},
+		{"views", "One digit, two transformations (Fig. 5)", in.writeViews},
+		{"stats", "Couplings and capsule norms: mean and std (Fig. 3)", in.writeStats},
+		{"invariance", "Viewpoint invariance (Fig. 4)", in.writeInvariance},
+		{"telemetry", "Training telemetry: capsule norms and gradients per step", in.writeTelemetry},
+		{"training", "Training curves", in.writeTraining},
+		{"images", "Reconstructions and capsule perturbations", in.writeImages},
+	}
+	for _, s := range steps {
+		if err := add(s.id, s.title, s.fill); err != nil {
+			return err
+		}
+	}
+	var b strings.Builder
+	title := in.Title
+	if title == "" {
+		title = "Parse-tree report: " + in.Model
+	}
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + esc(title) + "</title>\n<style>\n")
+	b.WriteString(fontFace())
+	b.WriteString(css)
+	b.WriteString("</style>\n</head>\n<body>\n<h1>" + esc(title) + "</h1>\n")
+	in.writeSummary(&b)
+	b.WriteString("<nav id=\"toc\"><h2>Contents</h2>\n<ol>\n")
+	for _, s := range secs {
+		fmt.Fprintf(&b, "<li><a href=\"#%s\">%s</a></li>\n", s.id, esc(s.title))
+	}
+	b.WriteString("</ol>\n</nav>\n")
+	for _, s := range secs {
+		fmt.Fprintf(&b, "<section id=\"%s\">\n<h2>%s</h2>\n", s.id, esc(s.title))
+		b.WriteString(s.body.String())
+		b.WriteString("</section>\n")
+	}
+	b.WriteString("</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const css = `body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;margin:1.5em auto;max-width:1500px;padding:0 1em;color:#222;line-height:1.4}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.1em;margin:1.2em 0 .4em}
+table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eef}td:first-child,th:first-child{text-align:left}
+figure{display:inline-block;margin:.5em 1em .8em 0;vertical-align:top}figcaption{font-size:.9em;color:#444;max-width:60em}
+.note{color:#555;font-size:.95em}.row{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
+.tree{display:flex;gap:.4em;align-items:center;border:1px solid #ddd;padding:.4em;border-radius:4px}
+.tree .cap{font-size:.85em}.tree img{width:84px;height:84px;image-rendering:pixelated;border:1px solid #999}
+svg image{image-rendering:pixelated}img.fig{max-width:100%;image-rendering:pixelated}
+nav#toc ol{columns:2}dl.meta{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dl.meta dt{font-weight:bold}dl.meta dd{margin:0}
+`
+
+func esc(s string) string { return html.EscapeString(s) }
+
+func (in *Input) validate() error {
+	if in.Tables != nil && (len(in.Tables.Table2) == 0 || len(in.Tables.Table1) != len(in.Tables.Table2)-1) {
+		return fmt.Errorf("report: tables: %d rows in Table 1 and %d in Table 2", len(in.Tables.Table1), len(in.Tables.Table2))
+	}
+	if in.Stats != nil {
+		if err := validateStats(in.Stats); err != nil {
+			return err
+		}
+	}
+	for k := range in.Samples {
+		if err := in.Samples[k].Validate(); err != nil {
+			return fmt.Errorf("report: sample %d: %w", k, err)
+		}
+	}
+	for k := range in.Views {
+		if err := in.Views[k].Validate(); err != nil {
+			return fmt.Errorf("report: view %d: %w", k, err)
+		}
+	}
+	for k, p := range in.Invariance {
+		if len(p.Layers) == 0 || len(p.Layers) != len(in.Invariance[0].Layers) || math.IsNaN(p.Magnitude) || math.IsInf(p.Magnitude, 0) {
+			return fmt.Errorf("report: invariance point %d (%s %g): %d layers, the first point %d", k, p.Family, p.Magnitude, len(p.Layers), len(in.Invariance[0].Layers))
+		}
+	}
+	if in.Telemetry != nil {
+		if err := validateTelemetry(in.Telemetry); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		name string
+		fig  *Figure
+	}{{"reconstructions", in.Reconstructions}, {"perturbation", in.Perturbation}} {
+		if f.fig == nil {
+			continue
+		}
+		if len(f.fig.PNG) > MaxPNG {
+			return fmt.Errorf("report: %s: a PNG of %d bytes, at most %d", f.name, len(f.fig.PNG), MaxPNG)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(f.fig.PNG))
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", f.name, err)
+		}
+		if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxPNGPixels {
+			return fmt.Errorf("report: %s: a PNG of %d×%d pixels, at most %d in all", f.name, cfg.Width, cfg.Height, MaxPNGPixels)
+		}
+	}
+	if in.EdgeMin < 0 || in.EdgeMin > 1 || math.IsNaN(in.EdgeMin) || in.MaxNodes < 0 || in.MaxColumns < 0 {
+		return fmt.Errorf("report: edge threshold %g (want 0..1), %d nodes and %d columns (want ≥ 0)", in.EdgeMin, in.MaxNodes, in.MaxColumns)
+	}
+	return nil
+}
+
+func validateStats(r *analysis.Report) error {
+	if len(r.Layers) == 0 || len(r.Routing) != len(r.Layers)-1 {
+		return fmt.Errorf("report: statistics of %d layers and %d routing layers", len(r.Layers), len(r.Routing))
+	}
+	for l, L := range r.Layers {
+		if L.N <= 0 || len(L.NormMean) != L.N || len(L.NormStd) != L.N || len(L.Dead) != L.N {
+			return fmt.Errorf("report: statistics of layer %d (%s): %d capsules, %d means, %d stds, %d dead flags", l, L.Name, L.N, len(L.NormMean), len(L.NormStd), len(L.Dead))
+		}
+	}
+	for l, R := range r.Routing {
+		if R.NIn != r.Layers[l].N || R.NOut != r.Layers[l+1].N || len(R.CouplingMean) != R.NIn*R.NOut || len(R.CouplingStd) != R.NIn*R.NOut {
+			return fmt.Errorf("report: statistics of routing layer %s → %s: %d×%d with %d means and %d stds", R.From, R.To, R.NIn, R.NOut, len(R.CouplingMean), len(R.CouplingStd))
+		}
+	}
+	return nil
+}
+
+// writeSummary writes what was analysed.
+func (in *Input) writeSummary(b *strings.Builder) {
+	b.WriteString("<dl class=\"meta\">\n")
+	item := func(k, v string) { fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", esc(k), esc(v)) }
+	item("model", in.Model)
+	if in.Data != "" {
+		item("data", in.Data)
+	}
+	for i, c := range in.Checkpoints {
+		k := "checkpoint"
+		if len(in.Checkpoints) > 1 {
+			k = fmt.Sprintf("checkpoint %d", i+1)
+		}
+		item(k, c)
+	}
+	if in.Tables != nil {
+		item("images", fmt.Sprintf("%d per model", in.Tables.K))
+	}
+	th := in.Thresholds
+	item("thresholds", fmt.Sprintf("ε_active = %g (a capsule is active in an image when its norm is ≥ this), dead when mean norm ≤ ε₁ = %g and std ≤ ε₂ = %g", th.Active, th.Dead1, th.Dead2))
+	b.WriteString("</dl>\n")
+}
+
+func note(b *strings.Builder, format string, args ...any) {
+	fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(fmt.Sprintf(format, args...)))
+}
+
+// writeTables writes Tables 1 and 2 as HTML tables.
+func (in *Input) writeTables(b *strings.Builder) error {
+	t := in.Tables
+	if t == nil {
+		note(b, "No statistics given.")
+		return nil
+	}
+	s := fmt.Sprintf("%d image(s)", t.K)
+	if t.Models > 1 {
+		s += fmt.Sprintf(", mean ± std over %d models", t.Models)
+	}
+	note(b, "%s. Table 1: per routing layer, the capsules alive (not dead) on its input and output layers and the routing dynamics dyr and dys (spec §7). Table 2: per capsule layer, the capsule norm mean and sum (cnm, cns), the active capsule rate and count (car, cas) and the dead capsule rate and count (cdr, cds).", s)
+	table := func(caption string, head []string, rows [][]string) {
+		fmt.Fprintf(b, "<table>\n<caption>%s</caption>\n<tr>", esc(caption))
+		for _, h := range head {
+			fmt.Fprintf(b, "<th>%s</th>", esc(h))
+		}
+		b.WriteString("</tr>\n")
+		for _, r := range rows {
+			b.WriteString("<tr>")
+			for _, c := range r {
+				fmt.Fprintf(b, "<td>%s</td>", esc(c))
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</table>\n")
+	}
+	var r1 [][]string
+	for _, r := range t.Table1 {
+		r1 = append(r1, []string{r.From + " → " + r.To, fmt.Sprintf("%s/%d", r.AliveIn, r.NIn), fmt.Sprintf("%s/%d", r.AliveOut, r.NOut), r.DYR.String(), r.DYS.String()})
+	}
+	table("Table 1: routing", []string{"routing layer", "alive in", "alive out", "dyr", "dys"}, r1)
+	var r2 [][]string
+	for _, r := range t.Table2 {
+		r2 = append(r2, []string{r.Layer, fmt.Sprint(r.N), r.CNM.String(), r.CNS.String(), r.CAR.String(), r.CAS.String(), r.CDR.String(), r.CDS.String()})
+	}
+	table("Table 2: capsule layers", []string{"capsule layer", "n", "cnm", "cns", "car", "cas", "cdr", "cds"}, r2)
+	return nil
+}
+
+// writeImages embeds the PNG figures made elsewhere.
+func (in *Input) writeImages(b *strings.Builder) error {
+	if in.Reconstructions == nil && in.Perturbation == nil {
+		note(b, "No reconstruction or perturbation image given.")
+		return nil
+	}
+	for _, f := range []*Figure{in.Reconstructions, in.Perturbation} {
+		if f == nil {
+			continue
+		}
+		// Small images (a grid of digits) are enlarged by a whole factor,
+		// pixels kept sharp.
+		cfg, err := png.DecodeConfig(bytes.NewReader(f.PNG))
+		if err != nil {
+			return err
+		}
+		scale := max(1, min(8, 560/cfg.Width))
+		fmt.Fprintf(b, "<figure><img class=\"fig\" width=\"%d\" alt=\"%s\" src=\"%s\"><figcaption>%s</figcaption></figure>\n", scale*cfg.Width, esc(f.Caption), pngURI(f.PNG), esc(f.Caption))
+	}
+	return nil
+}

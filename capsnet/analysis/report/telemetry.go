@@ -1,0 +1,176 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/capstan-ml/capstan/train/telemetry"
+)
+
+// MaxPairRows is the most (j, i) pairs a gradient heatmap shows one row
+// each; a larger routing layer shows one row per input capsule i, the
+// largest gradient over its outputs j.
+const MaxPairRows = 1024
+
+// validateTelemetry checks every record against the header's layers.
+func validateTelemetry(t *telemetry.Log) error {
+	ls := t.Header.Layers
+	if len(ls) == 0 {
+		return fmt.Errorf("report: telemetry of %s: no layer in the header", t.Header.Model)
+	}
+	for l, L := range ls {
+		if L.N <= 0 || L.D <= 0 {
+			return fmt.Errorf("report: telemetry: layer %d (%s) of %d capsules of dimension %d", l, L.Name, L.N, L.D)
+		}
+	}
+	for k, r := range t.Records {
+		if len(r.MaxNorm) != len(ls) {
+			return fmt.Errorf("report: telemetry record %d (step %d): %d max_norm layers, the header has %d", k, r.Step, len(r.MaxNorm), len(ls))
+		}
+		for l, v := range r.MaxNorm {
+			if len(v) != ls[l].N {
+				return fmt.Errorf("report: telemetry record %d (step %d): %d max_norm values for layer %s of %d capsules", k, r.Step, len(v), ls[l].Name, ls[l].N)
+			}
+		}
+		if len(r.GradW) != 0 && len(r.GradW) != len(ls)-1 {
+			return fmt.Errorf("report: telemetry record %d (step %d): %d grad_w layers, want %d routing layers", k, r.Step, len(r.GradW), len(ls)-1)
+		}
+		for l, g := range r.GradW {
+			if want := ls[l].N * ls[l+1].N; len(g) != want {
+				return fmt.Errorf("report: telemetry record %d (step %d): %d grad_w values for %s → %s, want %d", k, r.Step, len(g), ls[l].Name, ls[l+1].Name, want)
+			}
+		}
+	}
+	return nil
+}
+
+// pooling maps records to at most maxCols columns: column c max-pools
+// records [lo(c), lo(c+1)).
+type pooling struct {
+	n, cols   int
+	s0, s1    int // first and last step
+	perColumn float64
+}
+
+func newPooling(recs []telemetry.Record, maxCols int) pooling {
+	n := len(recs)
+	p := pooling{n: n, cols: min(n, maxCols), s0: recs[0].Step, s1: recs[n-1].Step}
+	if p.s1 < p.s0 {
+		p.s0, p.s1 = 1, n
+	}
+	p.perColumn = float64(n) / float64(p.cols)
+	return p
+}
+
+func (p pooling) lo(c int) int { return c * p.n / p.cols }
+
+// x is column c's step coordinate.
+func (p pooling) x(c int) float64 {
+	return float64(p.s0) - 0.5 + (float64(c)+0.5)*float64(p.s1-p.s0+1)/float64(p.cols)
+}
+
+// pool fills g (rows × p.cols) with the max over each column's records of
+// value(record, row); NaN values (a record without the figure) are left
+// out, a column of none is NaN.
+func (p pooling) pool(g grid, recs []telemetry.Record, value func(r *telemetry.Record, row int) float64) {
+	for c := 0; c < p.cols; c++ {
+		for row := 0; row < g.rows; row++ {
+			m := math.NaN()
+			for k := p.lo(c); k < p.lo(c+1); k++ {
+				if v := value(&recs[k], row); !math.IsNaN(v) && !(v <= m) {
+					m = v
+				}
+			}
+			g.set(row, c, m)
+		}
+	}
+}
+
+// writeTelemetry draws the appendix figures: per capsule layer the
+// largest norm of every capsule per step, per routing layer the margin
+// loss's gradient norm of every votes matrix W[j,i] per step.
+func (in *Input) writeTelemetry(b *strings.Builder) error {
+	t := in.Telemetry
+	if t == nil || len(t.Records) == 0 {
+		note(b, "No telemetry given (tools/analyze -telemetry FILE; a run records %s next to its checkpoint when telemetry is on).", telemetry.FileName)
+		return nil
+	}
+	recs := t.Records
+	p := newPooling(recs, in.MaxColumns)
+	ls := t.Header.Layers
+	note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
+		len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)
+	b.WriteString("<h3>Largest capsule norm over the batch, per step</h3>\n<div class=\"row\">\n")
+	for l, L := range ls {
+		g := newGrid(L.N, p.cols)
+		g.x = p.x
+		p.pool(g, recs, func(r *telemetry.Record, i int) float64 { return float64(r.MaxNorm[l][i]) })
+		_, hi := zRange(g.z)
+		h := vg.Length(math.Min(math.Max(float64(L.N)*5+90, 180), 420))
+		svg, err := heatmapSVG(fmt.Sprintf("max norm, %s (%d capsules)", L.Name, L.N), "step", "capsule", "max norm", g, 0, math.Max(hi, 1e-6), 620, h)
+		if err != nil {
+			return err
+		}
+		figure(b, svg, fmt.Sprintf("%s: each capsule's largest norm over the step's batch", L.Name))
+	}
+	b.WriteString("</div>\n")
+	b.WriteString("<h3>Margin-loss gradient ‖∂L_m/∂W[j,i]‖ per step (log₁₀)</h3>\n<div class=\"row\">\n")
+	for l := 1; l < len(ls); l++ {
+		nIn, nOut := ls[l-1].N, ls[l].N
+		pairs := nIn*nOut <= MaxPairRows
+		rows, ylabel := nIn, "input capsule i (max over j)"
+		if pairs {
+			rows, ylabel = nIn*nOut, "pair j·N_in + i"
+		}
+		g := newGrid(rows, p.cols)
+		g.x = p.x
+		p.pool(g, recs, func(r *telemetry.Record, row int) float64 {
+			if len(r.GradW) == 0 {
+				return math.NaN()
+			}
+			gw := r.GradW[l-1]
+			if pairs {
+				return float64(gw[row])
+			}
+			m := 0.0
+			for j := 0; j < nOut; j++ {
+				m = math.Max(m, float64(gw[j*nIn+row]))
+			}
+			return m
+		})
+		// log10, zero gradients (starvation) at the bottom of the scale.
+		hi := math.Inf(-1)
+		lo := math.Inf(1)
+		for k, v := range g.z {
+			if v > 0 {
+				g.z[k] = math.Log10(v)
+				hi, lo = math.Max(hi, g.z[k]), math.Min(lo, g.z[k])
+			} else if v == 0 {
+				g.z[k] = math.Inf(-1)
+			}
+		}
+		if lo > hi {
+			lo, hi = -12, 0
+		}
+		lo = math.Max(lo, hi-8)
+		if hi-lo < 1e-9 {
+			lo, hi = lo-0.5, hi+0.5
+		}
+		h := vg.Length(math.Min(math.Max(float64(rows)*3+90, 200), 460))
+		what := fmt.Sprintf("%s → %s", ls[l-1].Name, ls[l].Name)
+		svg, err := heatmapSVG("log₁₀ ‖∂L_m/∂W[j,i]‖, "+what, "step", ylabel, "log₁₀ gradient norm", g, lo, hi, 620, h)
+		if err != nil {
+			return err
+		}
+		caption := fmt.Sprintf("%s: one row per (output j, input i) pair, row j·%d + i; black: a gradient of 0 or below 10^%.1f", what, nIn, lo)
+		if !pairs {
+			caption = fmt.Sprintf("%s: %d×%d pairs, one row per input capsule i, the largest gradient over its %d outputs; black: 0 or below 10^%.1f", what, nOut, nIn, nOut, lo)
+		}
+		figure(b, svg, caption)
+	}
+	b.WriteString("</div>\n")
+	return nil
+}
