@@ -3,7 +3,7 @@
 #   ./build.sh build   build everything (native) and vet it
 #   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
 #                      forced AVX2 on AVX-512 machines, every fuzz target for 100000 executions,
-#                      arm64 under qemu-aarch64-static
+#                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium
 #   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
 #                      (BENCH=regexp COUNT=n, default 6, BENCHTIME=d PKG=./kernels/ to narrow)
@@ -43,6 +43,20 @@ ensure_qemu() {
 			{ tail -5 /tmp/capstan-qemu-install.log >&2; return 1; }
 	fi
 	command -v qemu-aarch64-static >/dev/null 2>&1
+}
+
+# ensure_chromium makes a headless Chromium available for the HTML report's
+# rendering test, installing Debian's chromium when we are root with
+# apt-get. Returns 1 if it cannot.
+ensure_chromium() {
+	command -v chromium >/dev/null 2>&1 && return 0
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		say "installing chromium (the HTML report's rendering test)"
+		export DEBIAN_FRONTEND=noninteractive
+		{ apt-get update -qq && apt-get install -y -qq chromium; } >/tmp/capstan-chromium-install.log 2>&1 ||
+			{ tail -5 /tmp/capstan-chromium-install.log >&2; return 1; }
+	fi
+	command -v chromium >/dev/null 2>&1
 }
 
 cmd_build() {
@@ -114,6 +128,13 @@ cmd_test() {
 	GOARCH=amd64 go vet ./...
 	GOARCH=arm64 go vet ./...
 	go vet -tags noasm ./...
+	if ensure_chromium; then
+		export CAPSTAN_REQUIRE_CHROMIUM=1 # the report's rendering test may not skip
+	elif [ -n "${CI:-}" ]; then
+		die "chromium is missing and could not be installed: the HTML report's rendering test cannot run (apt-get install chromium)"
+	else
+		say "SKIPPED the HTML report's rendering test: chromium is missing and could not be installed (run: apt-get install chromium)"
+	fi
 	say "go test (native: $(go env GOARCH), every implementation this CPU has)"
 	go test -count=1 ./...
 	say "go test -tags noasm (pure-Go reference only)"

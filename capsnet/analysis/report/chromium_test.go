@@ -12,13 +12,18 @@ import (
 	"time"
 )
 
-// chromium returns a headless-capable Chromium on PATH, or skips.
+// chromium returns a headless-capable Chromium on PATH, or skips; with
+// CAPSTAN_REQUIRE_CHROMIUM set (./build.sh test sets it once it has
+// found or installed Chromium; CI must) a missing browser fails instead.
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
+	}
+	if os.Getenv("CAPSTAN_REQUIRE_CHROMIUM") != "" {
+		t.Fatal("no chromium on PATH, and CAPSTAN_REQUIRE_CHROMIUM is set (apt-get install chromium)")
 	}
 	t.Skip("no chromium on PATH (apt-get install chromium)")
 	return ""
