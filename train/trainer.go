@@ -34,6 +34,8 @@ type Trainer struct {
 	// x and labels are the batch of the current run (set by run).
 	x      []float32
 	labels []int
+	// tele collects the training telemetry (nil: off; see SetTelemetry).
+	tele *stepTelemetry
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
@@ -84,6 +86,9 @@ func (t *Trainer) worker(r int, ch chan struct{}) {
 	for range ch {
 		s, img := t.starts[r], n.InputLen()
 		err := n.Forward(t.x[s*img:(s+n.Batch)*img], t.labels[s:s+n.Batch])
+		if err == nil && !t.evalOnly && t.tele != nil && t.tele.on {
+			err = t.tele.collect(r, n)
+		}
 		if err == nil && !t.evalOnly {
 			err = n.Backward()
 		}
@@ -128,6 +133,9 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 	if len(x) != t.Batch*img {
 		return 0, 0, fmt.Errorf("train step: x has %d values, want %d", len(x), t.Batch*img)
 	}
+	if t.tele != nil {
+		t.tele.valid = false
+	}
 	if err := t.run(x, labels, false); err != nil {
 		return 0, 0, err
 	}
@@ -142,6 +150,9 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		return margin, recon, fmt.Errorf("loss is NaN or infinite (margin %v, reconstruction %v): training diverged; lower -lr", margin, recon)
 	}
 	t.Step++
+	if t.tele != nil {
+		t.tele.reduce(t)
+	}
 	for i, q := range t.P.List {
 		if !q.Trainable {
 			continue

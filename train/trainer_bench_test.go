@@ -32,6 +32,18 @@ func BenchmarkInfer(b *testing.B) {
 	}
 }
 
+// BenchmarkTrainStepTelemetry measures what the training telemetry costs
+// (Options.Telemetry): the deep model at batch 128 on 2 replicas, without
+// and with collection at every step (the margin-only backward pass, the
+// norms, the reduction). Compare the img/s of the pair.
+func BenchmarkTrainStepTelemetry(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("model=deep/batch=128/threads=2/telemetry=%v", on), func(b *testing.B) {
+			benchTrain(b, "deep", 128, 2, on)
+		})
+	}
+}
+
 type benchCase struct {
 	name, model string
 	batch       int
@@ -53,6 +65,14 @@ func benchModel(b *testing.B, model string, batch int, train bool) {
 }
 
 func benchModelThreads(b *testing.B, model string, batch, threads int, train bool) {
+	benchTrainTelemetry(b, model, batch, threads, train, false)
+}
+
+func benchTrain(b *testing.B, model string, batch, threads int, telemetry bool) {
+	benchTrainTelemetry(b, model, batch, threads, true, telemetry)
+}
+
+func benchTrainTelemetry(b *testing.B, model string, batch, threads int, train, telemetry bool) {
 	cfg := capsnet.Presets()[model]
 	p, err := capsnet.NewParams(cfg)
 	if err != nil {
@@ -67,6 +87,7 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 		if err == nil {
 			defer tr.Close()
 			plan = tr.Plan()
+			tr.SetTelemetry(telemetry)
 		}
 	} else {
 		ev, err = eval.New(p, batch, threads) // forward-only graphs, as tools/infer uses
