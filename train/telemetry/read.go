@@ -28,7 +28,7 @@ var (
 	// ChunkBytes is the size of the blocks of whole lines the parsers
 	// work on (and, with MaxLineBytes, their buffer): memory is the Log
 	// plus about one block, not a multiple of the file.
-	ChunkBytes = 8 << 20
+	ChunkBytes = 4 << 20
 )
 
 // maxCount bounds epoch and step numbers (as train's checkpoints do).
@@ -59,8 +59,9 @@ type parser struct {
 	total int   // values per record
 	min   int   // shortest possible record line
 	line  int   // number of the last line parsed (1: header)
-	// the SIMD path's state (simd.go)
-	simd simdState
+	cut   int   // number of the last line read handed over (line ≤ cut)
+	// fallbacks counts the blocks the SIMD path handed to encoding/json.
+	fallbacks int
 }
 
 // errf is an error at line n of the file.
@@ -93,30 +94,32 @@ func (p *parser) read(r io.Reader, chunk func(b []byte) error) (*Log, error) {
 		end := bytes.LastIndexByte(buf, '\n') + 1
 		if end == 0 { // no whole line in the buffer
 			switch {
-			case len(buf) == 0 && p.line == 0:
+			case len(buf) == 0 && p.cut == 0:
 				return nil, fmt.Errorf("telemetry %s: empty file (no header line)", p.name)
 			case len(buf) == 0:
 				return &p.log, nil
 			case len(buf) > MaxLineBytes:
-				return nil, p.errf(p.line+1, "longer than %d bytes (telemetry.MaxLineBytes)", MaxLineBytes)
+				return nil, p.errf(p.cut+1, "longer than %d bytes (telemetry.MaxLineBytes)", MaxLineBytes)
 			case eof:
-				return nil, p.errf(p.line+1, "truncated: the last line has no newline")
+				return nil, p.errf(p.cut+1, "truncated: the last line has no newline")
 			}
 			grow()
 			continue
 		}
 		block := buf[:end]
-		if p.line == 0 {
+		if p.cut == 0 {
 			nl := bytes.IndexByte(block, '\n')
 			if err := p.header(block[:nl]); err != nil {
 				return nil, err
 			}
 			block = block[nl+1:]
+			p.cut = 1
 		}
 		if len(block) > 0 {
 			if err := chunk(block); err != nil {
 				return nil, err
 			}
+			p.cut += bytes.Count(block, []byte{'\n'})
 		}
 		buf = buf[:copy(buf, buf[end:])]
 		if !eof && cap(buf) < ChunkBytes {
@@ -256,14 +259,22 @@ func (p *parser) preCheck(n int, b []byte) error {
 	if len(p.log.Records) >= MaxRecords {
 		return p.errf(n, "more than %d records (telemetry.MaxRecords)", MaxRecords)
 	}
-	if len(b) > MaxLineBytes {
-		return p.errf(n, "longer than %d bytes (telemetry.MaxLineBytes)", MaxLineBytes)
-	}
-	if err := framed(b); err != nil {
+	if err := p.lineCheck(b); err != nil {
 		return p.errf(n, "%v", err)
 	}
+	return nil
+}
+
+// lineCheck checks a record line's length and framing.
+func (p *parser) lineCheck(b []byte) error {
+	if len(b) > MaxLineBytes {
+		return fmt.Errorf("longer than %d bytes (telemetry.MaxLineBytes)", MaxLineBytes)
+	}
+	if err := framed(b); err != nil {
+		return err
+	}
 	if len(b) < p.min {
-		return p.errf(n, "%d bytes, too short for a record of %d values", len(b), p.total)
+		return fmt.Errorf("%d bytes, too short for a record of %d values", len(b), p.total)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/minio/simdjson-go"
 )
@@ -13,46 +14,124 @@ import (
 // (ReadSIMD): amd64 with AVX2 and CLMUL.
 func SIMDSupported() bool { return simdjson.SupportedCPU() }
 
+// simdWorkers is the number of blocks ReadSIMD parses at once (0: one per
+// CPU, at most 4). Benchmarks set 1 to compare single-threaded speeds.
+var simdWorkers = 0
+
 // ReadSIMD parses a telemetry file with simdjson-go: blocks of whole lines
-// (ChunkBytes) go through simdjson.ParseND, reusing one ParsedJson, and
-// the records are read off its tape. It accepts exactly what ReadJSON
-// accepts and gives the same Log: a block in which anything is not plain
-// (a parse error, a value out of range, a key other than the four of a
-// record or a repeated one, a number whose rounding to float32 is a tie)
-// is parsed again by the encoding/json path, which then gives the result
-// or the error with its line. It is an error on a CPU without support
+// (ChunkBytes) go through simdjson.ParseND, each worker reusing its
+// ParsedJson, up to one block per CPU at once, and the records are read
+// off the tapes. It accepts exactly what ReadJSON accepts and gives the
+// same Log: a block in which anything is not plain (a parse error, a
+// value out of range, a key other than the four of a record or a repeated
+// one, a number whose rounding to float32 is a tie) is parsed again, in
+// file order, by the encoding/json path, which then gives the result or
+// the error with its line. It is an error on a CPU without support
 // (SIMDSupported).
 func ReadSIMD(r io.Reader, name string) (*Log, error) {
 	if !SIMDSupported() {
 		return nil, fmt.Errorf("telemetry %s: simdjson needs an amd64 CPU with AVX2 and CLMUL (use ReadJSON)", name)
 	}
 	p := &parser{name: name}
-	return p.read(r, p.simdChunk)
+	workers := simdWorkers
+	if workers <= 0 {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	pl := &pipeline{p: p, work: make(chan *block), max: workers + 1}
+	for range workers {
+		go pl.worker()
+	}
+	l, err := p.read(r, pl.chunk)
+	if ferr := pl.finish(); ferr != nil {
+		return nil, ferr // an error on an earlier line than err's
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
-// simdState is the SIMD path's reusable state.
-type simdState struct {
-	pj               *simdjson.ParsedJson
-	it, root, el, ri simdjson.Iter
-	obj              simdjson.Object
-	arr, row         simdjson.Array
-	fallbacks        int // blocks handed to the encoding/json path
+// pipeline hands blocks to the workers and merges their records in file
+// order.
+type pipeline struct {
+	p       *parser
+	work    chan *block
+	pending []*block // dispatched, in file order
+	max     int      // blocks in flight
+	free    [][]byte // buffers of merged blocks
+	err     error    // the first error merging
 }
 
-// errPlain makes simdChunk hand the block to the encoding/json path.
+// block is a block of record lines and what a worker made of it: its
+// records, or errPlain.
+type block struct {
+	buf  []byte
+	recs []Record
+	err  error
+	done chan struct{}
+}
+
+func (pl *pipeline) worker() {
+	w := &simdWorker{p: pl.p}
+	for b := range pl.work {
+		b.recs, b.err = w.decode(b.buf)
+		close(b.done)
+	}
+}
+
+// chunk dispatches a copy of a block (read reuses its buffer).
+func (pl *pipeline) chunk(b []byte) error {
+	for len(pl.pending) >= pl.max {
+		if err := pl.mergeOldest(); err != nil {
+			return err
+		}
+	}
+	var buf []byte
+	if n := len(pl.free); n > 0 {
+		buf, pl.free = pl.free[n-1][:0], pl.free[:n-1]
+	}
+	blk := &block{buf: append(buf, b...), done: make(chan struct{})}
+	pl.pending = append(pl.pending, blk)
+	pl.work <- blk
+	return nil
+}
+
+func (pl *pipeline) mergeOldest() error {
+	b := pl.pending[0]
+	pl.pending = pl.pending[1:]
+	<-b.done
+	if pl.err == nil {
+		pl.err = pl.p.merge(b.buf, b.recs, b.err)
+	}
+	pl.free = append(pl.free, b.buf)
+	return pl.err
+}
+
+// finish merges the blocks still in flight and stops the workers.
+func (pl *pipeline) finish() error {
+	for len(pl.pending) > 0 {
+		pl.mergeOldest()
+	}
+	close(pl.work)
+	return pl.err
+}
+
+// errPlain makes a block go to the encoding/json path.
 var errPlain = errors.New("not plain")
 
-// simdChunk parses a block of record lines with simdjson, or with
-// encoding/json when the block is not plain (see ReadSIMD).
-func (p *parser) simdChunk(b []byte) error {
-	start, line := len(p.log.Records), p.line
-	if err := p.simdBlock(b); err != nil {
-		clear(p.log.Records[start:])
-		p.log.Records, p.line = p.log.Records[:start], line
-		p.simd.fallbacks++
-		return p.jsonChunk(b)
+// merge appends a block's records to the log, or parses the block with
+// encoding/json when the worker could not, or when its records do not
+// follow the log's (steps, MaxRecords).
+func (p *parser) merge(b []byte, recs []Record, err error) error {
+	if err == nil && len(p.log.Records)+len(recs) <= MaxRecords {
+		if k := len(p.log.Records); k == 0 || recs[0].Step > p.log.Records[k-1].Step && recs[0].Epoch >= p.log.Records[k-1].Epoch {
+			p.log.Records = append(p.log.Records, recs...)
+			p.line += len(recs)
+			return nil
+		}
 	}
-	return nil
+	p.fallbacks++
+	return p.jsonChunk(b)
 }
 
 // Record keys, as the Writer writes them.
@@ -64,58 +143,90 @@ const (
 	keyAll = keyEpoch | keyStep | keyMaxNorm | keyGradW
 )
 
-func (p *parser) simdBlock(b []byte) error {
-	s := &p.simd
-	lines := 0
-	n := p.line
-	for rest := b; len(rest) > 0; lines++ {
-		nl := bytes.IndexByte(rest, '\n')
-		if p.preCheck(n+1+lines, rest[:nl]) != nil || len(p.log.Records)+lines >= MaxRecords {
-			return errPlain
-		}
-		rest = rest[nl+1:]
-	}
-	pj, err := simdjson.ParseND(b, s.pj)
-	if err != nil {
-		return errPlain
-	}
-	s.pj = pj
-	s.it = pj.Iter()
-	for k := 0; k < lines; k++ {
-		// One document per line: every line is framed '{' … '}', and
-		// ParseND needs a newline between documents, so as many
-		// documents as lines means none spans two.
-		if s.it.Advance() != simdjson.TypeRoot {
-			return errPlain
-		}
-		if t, _, err := s.it.Root(&s.root); err != nil || t != simdjson.TypeObject {
-			return errPlain
-		}
-		if err := p.simdRecord(n + 1 + k); err != nil {
-			return err
-		}
-	}
-	if s.it.Advance() != simdjson.TypeNone {
-		return errPlain
-	}
-	return nil
+// simdWorker parses blocks with simdjson; p is only read (the header's
+// shapes), so workers run concurrently.
+type simdWorker struct {
+	p              *parser
+	msg            []byte // the block as one JSON array
+	pj             *simdjson.ParsedJson
+	it, root, rec  simdjson.Iter
+	el, ri         simdjson.Iter
+	obj            simdjson.Object
+	recs, arr, row simdjson.Array
 }
 
-// simdRecord reads one record object (s.root) off the tape.
-func (p *parser) simdRecord(n int) error {
-	s := &p.simd
-	obj, err := s.root.Object(&s.obj)
-	if err != nil {
-		return errPlain
+// decode returns the records of a block of lines, or errPlain.
+//
+// The block goes to simdjson as one array, its newlines turned into
+// commas: simdjson.Parse reuses the ParsedJson's tape and buffers from
+// one block to the next, which ParseND (v0.4.5) does not. Every line is
+// framed '{' … '}' and a record holds no '{' but its own, so if every
+// element is a record and there are as many as lines, each line is one
+// record, as for ReadJSON.
+func (w *simdWorker) decode(b []byte) ([]Record, error) {
+	w.msg = append(append(w.msg[:0], '['), b...)
+	lines := 0
+	for off := 0; off < len(b); lines++ {
+		nl := bytes.IndexByte(b[off:], '\n')
+		if w.p.lineCheck(b[off:off+nl]) != nil || lines >= MaxRecords {
+			return nil, errPlain
+		}
+		off += nl + 1
+		w.msg[off] = ','
 	}
+	w.msg[len(w.msg)-1] = ']'
+	pj, err := simdjson.Parse(w.msg, w.pj)
+	if err != nil {
+		return nil, errPlain
+	}
+	w.pj = pj
+	w.it = pj.Iter()
+	if w.it.Advance() != simdjson.TypeRoot {
+		return nil, errPlain
+	}
+	if t, _, err := w.it.Root(&w.root); err != nil || t != simdjson.TypeArray {
+		return nil, errPlain
+	}
+	arr, err := w.root.Array(&w.recs)
+	if err != nil {
+		return nil, errPlain
+	}
+	w.rec = arr.Iter()
+	recs := make([]Record, 0, lines)
+	for k := 0; k < lines; k++ {
+		if w.rec.Advance() != simdjson.TypeObject {
+			return nil, errPlain
+		}
+		rec, err := w.record()
+		if err != nil {
+			return nil, err
+		}
+		if k > 0 && (rec.Step <= recs[k-1].Step || rec.Epoch < recs[k-1].Epoch) {
+			return nil, errPlain
+		}
+		recs = append(recs, rec)
+	}
+	if w.rec.Advance() != simdjson.TypeNone || w.it.Advance() != simdjson.TypeNone {
+		return nil, errPlain
+	}
+	return recs, nil
+}
+
+// record reads one record object (w.rec) off the tape.
+func (w *simdWorker) record() (Record, error) {
+	obj, err := w.rec.Object(&w.obj)
+	if err != nil {
+		return Record{}, errPlain
+	}
+	p := w.p
 	rec, vals := p.newRecord()
 	nl := len(p.log.Header.Layers)
 	var epoch, step int64
 	seen := 0
 	for {
-		name, t, err := obj.NextElementBytes(&s.el)
+		name, t, err := obj.NextElementBytes(&w.el)
 		if err != nil {
-			return errPlain
+			return Record{}, errPlain
 		}
 		if t == simdjson.TypeNone {
 			break
@@ -132,17 +243,17 @@ func (p *parser) simdRecord(n int) error {
 			key = keyGradW
 		}
 		if key == 0 || seen&key != 0 {
-			return errPlain // another key (encoding/json matches keys case-insensitively) or a repeated one
+			return Record{}, errPlain // another key (encoding/json matches keys case-insensitively) or a repeated one
 		}
 		seen |= key
 		switch key {
 		case keyEpoch, keyStep:
 			if t != simdjson.TypeInt {
-				return errPlain
+				return Record{}, errPlain
 			}
-			v, err := s.el.Int()
-			if err != nil {
-				return errPlain
+			v, err := w.el.Int()
+			if err != nil || v < 1 || v > maxCount {
+				return Record{}, errPlain
 			}
 			if key == keyEpoch {
 				epoch = v
@@ -150,19 +261,20 @@ func (p *parser) simdRecord(n int) error {
 				step = v
 			}
 		case keyMaxNorm:
-			if err := p.simdRows(0, nl, t, vals); err != nil {
-				return err
+			if err := w.rows(0, nl, t, vals); err != nil {
+				return Record{}, err
 			}
 		case keyGradW:
-			if err := p.simdRows(nl, len(p.lens), t, vals[p.prefix(nl):]); err != nil {
-				return err
+			if err := w.rows(nl, len(p.lens), t, vals[p.prefix(nl):]); err != nil {
+				return Record{}, err
 			}
 		}
 	}
 	if seen != keyAll {
-		return errPlain
+		return Record{}, errPlain
 	}
-	return p.add(n, rec, epoch, step)
+	rec.Epoch, rec.Step = int(epoch), int(step)
+	return rec, nil
 }
 
 // prefix is the number of values in rows 0..k-1.
@@ -174,17 +286,17 @@ func (p *parser) prefix(k int) int {
 	return t
 }
 
-// simdRows reads rows lo..hi-1 (an array of arrays of numbers, s.el) into
+// rows reads rows lo..hi-1 (an array of arrays of numbers, w.el) into
 // vals.
-func (p *parser) simdRows(lo, hi int, t simdjson.Type, vals []float32) error {
-	s := &p.simd
+func (w *simdWorker) rows(lo, hi int, t simdjson.Type, vals []float32) error {
 	if t != simdjson.TypeArray {
 		return errPlain
 	}
-	arr, err := s.el.Array(&s.arr)
+	arr, err := w.el.Array(&w.arr)
 	if err != nil {
 		return errPlain
 	}
+	lens := w.p.lens
 	rows := arr.Iter()
 	for k := lo; ; k++ {
 		rt := rows.Advance()
@@ -197,36 +309,36 @@ func (p *parser) simdRows(lo, hi int, t simdjson.Type, vals []float32) error {
 		if k >= hi || rt != simdjson.TypeArray {
 			return errPlain
 		}
-		row, err := rows.Array(&s.row)
+		row, err := rows.Array(&w.row)
 		if err != nil {
 			return errPlain
 		}
-		s.ri = row.Iter()
+		w.ri = row.Iter()
 		i := 0
 		for ; ; i++ {
-			et := s.ri.Advance()
+			et := w.ri.Advance()
 			if et == simdjson.TypeNone {
 				break
 			}
-			if i >= p.lens[k] {
+			if i >= lens[k] {
 				return errPlain
 			}
 			var v float32
 			switch et {
 			case simdjson.TypeFloat:
-				d, err := s.ri.Float()
+				d, err := w.ri.Float()
 				if err != nil || isMidpoint(d) {
 					return errPlain
 				}
 				v = float32(d)
 			case simdjson.TypeInt:
-				d, err := s.ri.Int()
+				d, err := w.ri.Int()
 				if err != nil {
 					return errPlain
 				}
 				v = float32(d)
 			case simdjson.TypeUint:
-				d, err := s.ri.Uint()
+				d, err := w.ri.Uint()
 				if err != nil {
 					return errPlain
 				}
@@ -242,7 +354,7 @@ func (p *parser) simdRows(lo, hi int, t simdjson.Type, vals []float32) error {
 			}
 			vals[i] = v
 		}
-		if i != p.lens[k] {
+		if i != lens[k] {
 			return errPlain
 		}
 		vals = vals[i:]

@@ -3,11 +3,13 @@ package telemetry
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -112,6 +114,18 @@ func bitsEqual(a, b *Log) bool {
 	return true
 }
 
+// simdFallbacks parses b with the SIMD path on one worker and returns the
+// number of blocks it handed to encoding/json.
+func simdFallbacks(b []byte) (int, error) {
+	p := &parser{name: "f"}
+	w := &simdWorker{p: p}
+	_, err := p.read(bytes.NewReader(b), func(b []byte) error {
+		recs, err := w.decode(b)
+		return p.merge(b, recs, err)
+	})
+	return p.fallbacks, err
+}
+
 // TestRoundTrip: a file written by the Writer reads back, through both
 // paths, as exactly the records written, special floats included.
 func TestRoundTrip(t *testing.T) {
@@ -135,9 +149,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Error("ReadSIMD gives other records than were written")
 	}
 	if SIMDSupported() {
-		p := &parser{name: "f"}
-		if _, err := p.read(bytes.NewReader(b), p.simdChunk); err != nil || p.simd.fallbacks != 0 {
-			t.Errorf("the SIMD path handed %d blocks of the Writer's file to encoding/json (%v)", p.simd.fallbacks, err)
+		if n, err := simdFallbacks(b); err != nil || n != 0 {
+			t.Errorf("the SIMD path handed %d blocks of the Writer's file to encoding/json (%v)", n, err)
 		}
 	}
 	// Small blocks: records cross many block boundaries.
@@ -163,8 +176,8 @@ func TestReadSIMDFallback(t *testing.T) {
 	}{
 		{`{"grad_w":[[1,2]],"step":3,"max_norm":[[0.5,4],[8]],"epoch":1}`, 0},
 		{`{"Epoch":1,"step":3,"max_norm":[[0.5,4],[8]],"grad_w":[[1,2]]}`, 1},
-		{`{"epoch":1,"step":3,"max_norm":[[1.00000005960464477539062500,4],[8]],"grad_w":[[1,2]]}`, 1}, // a tie: rounds to even (1)
-		{`{"epoch":1,"step":3,"max_norm":[[1.00000005960464477539062501,4],[8]],"grad_w":[[1,2]]}`, 1}, // just above the tie (its float64 is the tie)
+		{`{"epoch":1,"step":3,"max_norm":[[1.00000005960464477539062500,4],[8]],"grad_w":[[1,2]]}`, 1},          // a tie: rounds to even (1)
+		{`{"epoch":1,"step":3,"max_norm":[[1.00000005960464477539062501,4],[8]],"grad_w":[[1,2]]}`, 1},          // just above the tie (its float64 is the tie)
 		{`{"epoch":1,"step":3,"max_norm":[[-0.0,4],[8]],"grad_w":[[1e-50,123456789012345678901234567890]]}`, 0}, // -0, underflow, a huge integer
 		{`{"epoch":1,"step":3,"max_norm":[[ 1 , 4 ],[8]] ,"grad_w":[[1,2]],"extra":{"a":[1,"x"]}}`, 1},
 	} {
@@ -179,9 +192,8 @@ func TestReadSIMDFallback(t *testing.T) {
 			t.Errorf("%s: the paths differ: %v / %v", line, j.Records, s.Records)
 		}
 		if SIMDSupported() {
-			p := &parser{name: "f"}
-			if _, err := p.read(bytes.NewReader(b), p.simdChunk); err != nil || p.simd.fallbacks != tc.fallback {
-				t.Errorf("%s: %d fallbacks to encoding/json, want %d (%v)", line, p.simd.fallbacks, tc.fallback, err)
+			if n, err := simdFallbacks(b); err != nil || n != tc.fallback {
+				t.Errorf("%s: %d fallbacks to encoding/json, want %d (%v)", line, n, tc.fallback, err)
 			}
 		}
 	}
@@ -426,14 +438,24 @@ func BenchmarkReadJSON(b *testing.B) {
 	benchRead(b, func(r *bytes.Reader) (*Log, error) { return ReadJSON(r, "bench") })
 }
 
-// BenchmarkReadSIMD parses it with simdjson.
+// BenchmarkReadSIMD parses it with simdjson, on one worker (one block at
+// a time, as ReadJSON) and on the default workers (one per CPU).
 func BenchmarkReadSIMD(b *testing.B) {
 	if !SIMDSupported() {
 		b.Skip("no simdjson on this CPU")
 	}
-	benchRead(b, func(r *bytes.Reader) (*Log, error) { return ReadSIMD(r, "bench") })
+	for _, w := range []int{1, 0} {
+		name := "workers=1"
+		if w == 0 {
+			name = fmt.Sprintf("workers=%d", min(runtime.GOMAXPROCS(0), 4))
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(n int) { simdWorkers = n }(simdWorkers)
+			simdWorkers = w
+			benchRead(b, func(r *bytes.Reader) (*Log, error) { return ReadSIMD(r, "bench") })
+		})
+	}
 }
-
 
 // TestIsMidpoint checks the fast path against the definition.
 func TestIsMidpoint(t *testing.T) {
