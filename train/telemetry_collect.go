@@ -139,18 +139,8 @@ func (st *stepTelemetry) reduce(t *Trainer) {
 		}
 	}
 	for l, g := range st.gsum {
-		for r, n := range t.Reps {
-			w := float32(n.Batch) / float32(t.Batch)
-			src := st.rep[r].grad[l]
-			if r == 0 {
-				for k, v := range src {
-					g[k] = w * v
-				}
-			} else {
-				for k, v := range src {
-					g[k] += w * v
-				}
-			}
+		for r := range t.Reps {
+			t.reduce(g, r, st.rep[r].grad[l]) // as TrainStep reduces the full gradients
 		}
 		_, sh, _ := t.Reps[0].VotesGrad(l + 1)
 		acc := st.acc[:sh.NOut*sh.NIn]

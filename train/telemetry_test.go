@@ -72,26 +72,11 @@ func TestTelemetryRun(t *testing.T) {
 			t.Errorf("record %d holds only zeros", k)
 		}
 	}
-	defer func() { faultHook = nil }()
 	for _, k := range []int{1, 6, 8} {
 		dir := filepath.Join(base, fmt.Sprint(k))
-		ctx, cancel := context.WithCancel(context.Background())
-		steps := 0
-		faultHook = func(p string) {
-			if p == "step" {
-				if steps++; steps == k {
-					cancel()
-				}
-			}
-		}
 		io := tinyOptions(t, dir)
 		io.Telemetry = true
-		_, err := Run(ctx, io)
-		faultHook = nil
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
+		runInterrupted(t, io, k)
 		io.Resume = dir
 		if _, err := Run(context.Background(), io); err != nil {
 			t.Fatal(err)
@@ -240,31 +225,14 @@ func close32(a, b float32) bool {
 // TestTelemetryStepNoAllocs: a training step that collects telemetry and
 // writes its record allocates nothing.
 func TestTelemetryStepNoAllocs(t *testing.T) {
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(1)
-	tr, err := NewTrainer(p, 8, 2, kernels.DefaultAdamParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, x, labels := tinyTrainer(t)
 	defer tr.Close()
 	tr.SetTelemetry(true)
-	h := telemetry.Header{Format: telemetry.Format, Model: "tiny-deep", Batch: 8}
-	for _, L := range tr.Reps[0].Layers() {
-		h.Layers = append(h.Layers, telemetry.Layer{Name: L.Name, N: L.N, D: L.D})
-	}
-	w, err := telemetry.Create(t.TempDir(), h)
+	w, err := telemetry.Create(t.TempDir(), telemetryHeader("tiny-deep", 8, tr.Reps[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	x := make([]float32, 8*28*28)
-	for i := range x {
-		x[i] = float32(i%13) / 13
-	}
-	labels := []int{0, 1, 2, 0, 1, 2, 0, 1}
 	step := func() {
 		if _, _, err := tr.TrainStep(x, labels, 1e-3); err != nil {
 			t.Fatal(err)

@@ -159,17 +159,7 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		}
 		g := t.grad[i].Data()
 		for r, n := range t.Reps {
-			w := float32(n.Batch) / float32(t.Batch)
-			src := n.Grads[i].Data()
-			if r == 0 {
-				for k, v := range src {
-					g[k] = w * v
-				}
-			} else {
-				for k, v := range src {
-					g[k] += w * v
-				}
-			}
+			t.reduce(g, r, n.Grads[i].Data())
 		}
 		a := t.Adam
 		a.LR = lr
@@ -178,6 +168,22 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		}
 	}
 	return margin, recon, nil
+}
+
+// reduce adds replica r's share of a gradient, (b_r/B)·src, to g (r = 0
+// sets it): called for r = 0, 1, … it sums the replicas' gradients in
+// replica order, in float32, so the result is reproducible.
+func (t *Trainer) reduce(g []float32, r int, src []float32) {
+	w := float32(t.Reps[r].Batch) / float32(t.Batch)
+	if r == 0 {
+		for k, v := range src {
+			g[k] = w * v
+		}
+		return
+	}
+	for k, v := range src {
+		g[k] += w * v
+	}
 }
 
 // run scatters the batch over the replicas and runs them in parallel.

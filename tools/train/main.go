@@ -68,7 +68,7 @@ func run(args []string) error {
 	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
 	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
 	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
-	tele := fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1% of the deep model's img/s (one more margin-only backward pass through the capsule layers)")
+	tele := fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
