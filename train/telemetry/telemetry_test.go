@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 )
@@ -483,4 +486,43 @@ func TestIsMidpoint(t *testing.T) {
 	if !isMidpoint(1.00000005960464477539062500) || isMidpoint(1) || !isMidpoint(0x1.ffffffp127) {
 		t.Error("isMidpoint misses a known tie")
 	}
+}
+
+// BenchmarkReadSpeedup reads the deep model's log with each path in turn
+// (encoding/json, simdjson on one worker, simdjson on one worker per CPU)
+// in every iteration, so that the load of a machine shared with other jobs
+// weighs on all alike, and reports each path's MB/s from its median time
+// and the speed-ups over encoding/json.
+func BenchmarkReadSpeedup(b *testing.B) {
+	if !SIMDSupported() {
+		b.Skip("no simdjson on this CPU")
+	}
+	file := deepLog(b, benchRecords)
+	defer func(n int) { simdWorkers = n }(simdWorkers)
+	paths := []struct {
+		name    string
+		workers int
+		read    func(io.Reader, string) (*Log, error)
+	}{{"json", 0, ReadJSON}, {"simd1", 1, ReadSIMD}, {"simd", 0, ReadSIMD}}
+	times := make([][]float64, len(paths))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, p := range paths {
+			simdWorkers = p.workers
+			start := time.Now()
+			if l, err := p.read(bytes.NewReader(file), "bench"); err != nil || len(l.Records) != benchRecords {
+				b.Fatal(err)
+			}
+			times[k] = append(times[k], time.Since(start).Seconds())
+		}
+	}
+	b.StopTimer()
+	mbs := make([]float64, len(paths))
+	for k, p := range paths {
+		slices.Sort(times[k])
+		mbs[k] = float64(len(file)) / 1e6 / times[k][len(times[k])/2]
+		b.ReportMetric(mbs[k], "MB/s-"+p.name)
+	}
+	b.ReportMetric(mbs[1]/mbs[0], "x-simd1")
+	b.ReportMetric(mbs[2]/mbs[0], "x-simd")
 }
