@@ -5,6 +5,7 @@ go 1.26
 require (
 	codeberg.org/go-fonts/liberation v0.5.0
 	github.com/klauspost/cpuid/v2 v2.4.2
+	github.com/minio/simdjson-go v0.4.5
 	golang.org/x/net v0.51.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
@@ -16,6 +17,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/klauspost/compress v1.15.15 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/text v0.34.0 // indirect

@@ -29,24 +29,9 @@ func TestInterruptMidEpochResumesExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	refP := paramsOf(t, ref)
-	defer func() { faultHook = nil }()
 	for _, k := range []int{1, 5, 6, 8} { // 6 steps per epoch: inside epoch 1, its last step, inside epoch 2
 		dir := filepath.Join(base, fmt.Sprint(k))
-		ctx, cancel := context.WithCancel(context.Background())
-		steps := 0
-		faultHook = func(p string) {
-			if p == "step" {
-				if steps++; steps == k {
-					cancel()
-				}
-			}
-		}
-		res, err := Run(ctx, tinyOptions(t, dir))
-		faultHook = nil
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runInterrupted(t, tinyOptions(t, dir), k)
 		if !res.Interrupted {
 			t.Fatalf("k=%d: not interrupted", k)
 		}
@@ -70,6 +55,28 @@ func TestInterruptMidEpochResumesExactly(t *testing.T) {
 			t.Errorf("k=%d: metrics.ndjson after resume:\n%s", k, raw)
 		}
 	}
+}
+
+// runInterrupted runs o and cancels it (as Ctrl-C does) after its k-th
+// training step.
+func runInterrupted(t *testing.T, o Options, k int) *Result {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	steps := 0
+	faultHook = func(p string) {
+		if p == "step" {
+			if steps++; steps == k {
+				cancel()
+			}
+		}
+	}
+	defer func() { faultHook = nil }()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // TestRunDirLocked: a second trainer on a directory in use is refused,

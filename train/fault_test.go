@@ -20,6 +20,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/kernels"
 	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
 // The fault-injection harness runs the trainer in a child process (this
@@ -57,6 +58,7 @@ func faultOptions(dir string) (Options, error) {
 	}
 	o := DefaultOptions(capsnet.Presets()["tiny-deep"])
 	o.Train, o.Val, o.Batch, o.Threads, o.Epochs, o.OutDir = tr, te, 16, 1, faultEpochs, dir
+	o.Telemetry = true
 	return o, nil
 }
 
@@ -165,11 +167,23 @@ func sameAll(t *testing.T, what string, a, b map[string]safetensors.Tensor) {
 	}
 }
 
+// sameTelemetry checks that dir's telemetry file is byte-identical to the
+// uninterrupted run's in ref (every step once, the same values).
+func sameTelemetry(t *testing.T, what, ref, dir string) {
+	t.Helper()
+	a, err1 := os.ReadFile(filepath.Join(ref, telemetry.FileName))
+	b, err2 := os.ReadFile(filepath.Join(dir, telemetry.FileName))
+	if err1 != nil || err2 != nil || len(a) == 0 || string(a) != string(b) {
+		t.Fatalf("%s: the telemetry file (%d bytes, %v) differs from the uninterrupted run's (%d bytes, %v)", what, len(b), err2, len(a), err1)
+	}
+}
+
 // TestKillAnywhereResumes kills the trainer at every hook point of a
 // 3-epoch run (more than 50: steps, checkpoint and optimizer writes in
 // 64 KiB pieces, renames, metrics), plus at random instants from outside,
 // and resumes each: 100% resumable, bit-identical parameters and optimizer
-// state, every epoch once in the metrics.
+// state, every epoch once in the metrics, the telemetry file (the run
+// writes it) byte-identical.
 func TestKillAnywhereResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection runs ~100 child trainers (-short)")
@@ -208,6 +222,7 @@ func TestKillAnywhereResumes(t *testing.T) {
 		p, o := runFiles(t, dir)
 		sameAll(t, fmt.Sprintf("parameters after kill at point %d (%s)", n, points[n-1]), refP, p)
 		sameAll(t, fmt.Sprintf("optimizer state after kill at point %d (%s)", n, points[n-1]), refO, o)
+		sameTelemetry(t, fmt.Sprintf("kill at point %d (%s)", n, points[n-1]), ref, dir)
 		os.RemoveAll(dir)
 	}
 	// kill -9 from outside at random instants, twice per run.
@@ -228,5 +243,6 @@ func TestKillAnywhereResumes(t *testing.T) {
 		p, o := runFiles(t, dir)
 		sameAll(t, fmt.Sprintf("parameters after external kills (run %d)", i), refP, p)
 		sameAll(t, fmt.Sprintf("optimizer state after external kills (run %d)", i), refO, o)
+		sameTelemetry(t, fmt.Sprintf("external kills (run %d)", i), ref, dir)
 	}
 }

@@ -34,6 +34,8 @@ type Trainer struct {
 	// x and labels are the batch of the current run (set by run).
 	x      []float32
 	labels []int
+	// tele collects the training telemetry (nil: off; see SetTelemetry).
+	tele *stepTelemetry
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
@@ -84,6 +86,9 @@ func (t *Trainer) worker(r int, ch chan struct{}) {
 	for range ch {
 		s, img := t.starts[r], n.InputLen()
 		err := n.Forward(t.x[s*img:(s+n.Batch)*img], t.labels[s:s+n.Batch])
+		if err == nil && !t.evalOnly && t.tele != nil && t.tele.on {
+			err = t.tele.collect(r, n)
+		}
 		if err == nil && !t.evalOnly {
 			err = n.Backward()
 		}
@@ -128,6 +133,9 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 	if len(x) != t.Batch*img {
 		return 0, 0, fmt.Errorf("train step: x has %d values, want %d", len(x), t.Batch*img)
 	}
+	if t.tele != nil {
+		t.tele.valid = false
+	}
 	if err := t.run(x, labels, false); err != nil {
 		return 0, 0, err
 	}
@@ -142,23 +150,16 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		return margin, recon, fmt.Errorf("loss is NaN or infinite (margin %v, reconstruction %v): training diverged; lower -lr", margin, recon)
 	}
 	t.Step++
+	if t.tele != nil {
+		t.tele.reduce(t)
+	}
 	for i, q := range t.P.List {
 		if !q.Trainable {
 			continue
 		}
 		g := t.grad[i].Data()
 		for r, n := range t.Reps {
-			w := float32(n.Batch) / float32(t.Batch)
-			src := n.Grads[i].Data()
-			if r == 0 {
-				for k, v := range src {
-					g[k] = w * v
-				}
-			} else {
-				for k, v := range src {
-					g[k] += w * v
-				}
-			}
+			t.reduce(g, r, n.Grads[i].Data())
 		}
 		a := t.Adam
 		a.LR = lr
@@ -167,6 +168,22 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		}
 	}
 	return margin, recon, nil
+}
+
+// reduce adds replica r's share of a gradient, (b_r/B)·src, to g (r = 0
+// sets it): called for r = 0, 1, … it sums the replicas' gradients in
+// replica order, in float32, so the result is reproducible.
+func (t *Trainer) reduce(g []float32, r int, src []float32) {
+	w := float32(t.Reps[r].Batch) / float32(t.Batch)
+	if r == 0 {
+		for k, v := range src {
+			g[k] = w * v
+		}
+		return
+	}
+	for k, v := range src {
+		g[k] += w * v
+	}
 }
 
 // run scatters the batch over the replicas and runs them in parallel.

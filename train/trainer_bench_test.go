@@ -3,7 +3,9 @@ package train
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
@@ -30,6 +32,79 @@ func BenchmarkInfer(b *testing.B) {
 	for _, m := range []string{"sabour", "deep"} {
 		b.Run(fmt.Sprintf("model=%s/batch=1/threads=1", m), func(b *testing.B) { benchModelThreads(b, m, 1, 1, false) })
 	}
+}
+
+// BenchmarkTrainStepTelemetry measures what the training telemetry costs
+// (Options.Telemetry): the deep model at batch 128 on 2 replicas,
+// alternating steps without and with collection (the margin-only backward
+// pass, the norms, the reduction), so that the load of a machine shared
+// with other jobs weighs on both alike. It reports the img/s of each from
+// the median step time (wall clock) and the cost in percent of the img/s
+// without, and the cost in CPU time (user+system of this process, less
+// sensitive to other jobs).
+func BenchmarkTrainStepTelemetry(b *testing.B) {
+	const model, batch, threads = "deep", 128, 2
+	cfg := capsnet.Presets()[model]
+	p, err := capsnet.NewParams(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Init(1)
+	tr, err := NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	x, labels := benchBatch(cfg, batch)
+	var wall [2][]float64
+	var cpu [2]time.Duration
+	step := func(on bool) {
+		k := 0
+		if on {
+			k = 1
+		}
+		tr.SetTelemetry(on)
+		c0, start := cpuTime(), time.Now()
+		if _, _, err := tr.TrainStep(x, labels, 1e-4); err != nil {
+			b.Fatal(err)
+		}
+		wall[k] = append(wall[k], time.Since(start).Seconds())
+		cpu[k] += cpuTime() - c0
+	}
+	step(true)
+	step(false)
+	wall, cpu = [2][]float64{}, [2]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		step(i%2 == 0)
+		step(i%2 != 0)
+	}
+	b.StopTimer()
+	off, on := batch/median(wall[0]), batch/median(wall[1])
+	b.ReportMetric(off, "img/s-off")
+	b.ReportMetric(on, "img/s-on")
+	b.ReportMetric(100*(1-on/off), "cost-%")
+	b.ReportMetric(100*(cpu[1].Seconds()/cpu[0].Seconds()-1), "cpu-cost-%")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// benchBatch is a fixed batch of inputs and labels for a model.
+func benchBatch(cfg capsnet.Config, batch int) ([]float32, []int) {
+	img := cfg.Input[0] * cfg.Input[1] * cfg.Input[2]
+	x := make([]float32, batch*img)
+	for i := range x {
+		x[i] = float32(i*7%101) / 101
+	}
+	labels := make([]int, batch)
+	for i := range labels {
+		labels[i] = i % cfg.Classes
+	}
+	return x, labels
 }
 
 type benchCase struct {
@@ -78,15 +153,7 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 	if err != nil {
 		b.Fatal(err)
 	}
-	img := cfg.Input[0] * cfg.Input[1] * cfg.Input[2]
-	x := make([]float32, batch*img)
-	for i := range x {
-		x[i] = float32(i*7%101) / 101
-	}
-	labels := make([]int, batch)
-	for i := range labels {
-		labels[i] = i % cfg.Classes
-	}
+	x, labels := benchBatch(cfg, batch)
 	pred := make([]int, batch)
 	step := func() {
 		var err error

@@ -177,7 +177,10 @@ func TestRunDivergenceIsAnError(t *testing.T) {
 	}
 }
 
-func TestTrainStepNoAllocs(t *testing.T) {
+// tinyTrainer is a Trainer of tiny-deep for a batch of 8 on 2 replicas,
+// and a batch for it.
+func tinyTrainer(t *testing.T) (*Trainer, []float32, []int) {
+	t.Helper()
 	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
 	if err != nil {
 		t.Fatal(err)
@@ -187,12 +190,16 @@ func TestTrainStepNoAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
 	x := make([]float32, 8*28*28)
 	for i := range x {
 		x[i] = float32(i%13) / 13
 	}
-	labels := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	return tr, x, []int{0, 1, 2, 0, 1, 2, 0, 1}
+}
+
+func TestTrainStepNoAllocs(t *testing.T) {
+	tr, x, labels := tinyTrainer(t)
+	defer tr.Close()
 	step := func() {
 		if _, _, err := tr.TrainStep(x, labels, 1e-3); err != nil {
 			t.Fatal(err)

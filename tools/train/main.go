@@ -65,11 +65,12 @@ func run(args []string) error {
 	target := fs.Float64("target", 0, "stop when validation accuracy reaches this, in [0, 1] (e.g. 0.992; 0 = never)")
 	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)")
 	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
-	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock; with -resume the resumed run's directory unless given")
+	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock (and telemetry.ndjson); with -resume the resumed run's directory unless given")
 	overwrite := fs.Bool("overwrite", false, "start over in -out even when it holds a run of another model or configuration (refused otherwise)")
 	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
 	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
 	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
+	tele := fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
@@ -156,7 +157,7 @@ func run(args []string) error {
 	}
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
 	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *target, *seed, *out, *resume, ck
-	o.Overwrite = *overwrite
+	o.Overwrite, o.Telemetry = *overwrite, *tele
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
+	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
 func TestMain(m *testing.M) { clitest.Main(m, "train", main) }
@@ -207,6 +209,45 @@ func TestTinyRun(t *testing.T) {
 	}
 	if err := run([]string{"-resume", filepath.Join(out, "nothing-here")}); err == nil || !strings.Contains(err.Error(), "-resume") {
 		t.Errorf("resume from a missing run: %v", err)
+	}
+}
+
+// TestTelemetryFlag: a short run with -telemetry writes a telemetry file
+// that parses, with one record per step and the model's shapes.
+func TestTelemetryFlag(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-out", out, "-plain", "-telemetry"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, telemetry.FileName)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := telemetry.Read(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Records) != 27 { // 5500 embedded training images (500 held out) / batch 200
+		t.Errorf("%d records, want 27 (one per step)", len(l.Records))
+	}
+	want := []telemetry.Layer{{Name: "primary", N: 8, D: 4}, {Name: "caps.0", N: 8, D: 4}, {Name: "caps.1", N: 10, D: 4}}
+	if !slices.Equal(l.Header.Layers, want) || l.Header.Model != "tiny-deep" || l.Header.Batch != 200 {
+		t.Errorf("header %+v, want tiny-deep, batch 200, layers %+v", l.Header, want)
+	}
+	for k, r := range l.Records {
+		if r.Step != k+1 || r.Epoch != 1 || len(r.MaxNorm) != 3 || len(r.GradW) != 2 || len(r.MaxNorm[2]) != 10 || len(r.GradW[1]) != 80 {
+			t.Fatalf("record %d: epoch %d step %d, shapes %d/%d rows", k, r.Epoch, r.Step, len(r.MaxNorm), len(r.GradW))
+		}
+	}
+	// Without the flag, no file.
+	out2 := filepath.Join(t.TempDir(), "run")
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-out", out2, "-plain"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out2, telemetry.FileName)); err == nil {
+		t.Error("a run without -telemetry wrote a telemetry file")
 	}
 }
 

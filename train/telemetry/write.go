@@ -1,0 +1,275 @@
+package telemetry
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
+)
+
+// Writer appends one Record per line to a run directory's telemetry file
+// after its Header line. The file follows the run's checkpoints (see
+// train.Run): records are appended as steps complete, Sync makes them
+// durable and is called before every checkpoint commit, and a resume
+// (Resume) cuts the file back to the checkpoint's step, so after a kill at
+// any instant the file holds every recorded step up to the checkpoint
+// exactly once. Write does not allocate once its line buffer has grown to
+// a record's size.
+type Writer struct {
+	f    *os.File
+	path string
+	h    Header
+	buf  []byte
+	last int // step of the last record in the file (0: none)
+}
+
+// Create starts a fresh telemetry file in dir (replacing any): the header
+// line is written atomically (temporary file, fsync, rename), records are
+// appended after it.
+func Create(dir string, h Header) (*Writer, error) {
+	path := filepath.Join(dir, FileName)
+	if err := h.check(); err != nil {
+		return nil, fmt.Errorf("telemetry %s: %w", path, err)
+	}
+	line, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry %s: %w", path, err)
+	}
+	err = safetensors.WriteAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(append(line, '\n'))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return open(path, h, 0)
+}
+
+func open(path string, h Header, last int) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return &Writer{f: f, path: path, h: h, last: last}, nil
+}
+
+// Resume continues the telemetry file in dir of a run resumed from a
+// checkpoint taken after optimizer step step. Records of later steps
+// (written after that checkpoint by a run that was then killed) and a
+// torn last line are cut off, so the resumed run appends its steps after
+// the checkpoint's exactly once. A missing file, or one whose header is
+// not h (another model, or not a telemetry file), is replaced by a fresh
+// one (Create): the records of steps before the checkpoint are then not
+// in it.
+func Resume(dir string, h Header, step int) (*Writer, error) {
+	path := filepath.Join(dir, FileName)
+	if err := h.check(); err != nil {
+		return nil, fmt.Errorf("telemetry %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Create(dir, h)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	keep, last, ok, err := resumePoint(f, h, step)
+	if err == nil && ok {
+		if err = f.Truncate(keep); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("telemetry %s: resume at step %d: %w", path, step, err)
+	}
+	if !ok {
+		return Create(dir, h)
+	}
+	return open(path, h, last)
+}
+
+// resumePoint scans a telemetry file: keep is the length of its header
+// and of the complete lines after it whose steps increase and are ≤ step
+// (last is the last one's step); ok is false when the file's header is not
+// h. Only the start of each line is read (the writer puts epoch and step
+// first).
+func resumePoint(f *os.File, h Header, step int) (keep int64, last int, ok bool, err error) {
+	want, err := json.Marshal(h)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, err := br.ReadSlice('\n')
+	if err != nil || string(head[:len(head)-1]) != string(want) {
+		return 0, 0, false, nil // not this run's header: start afresh
+	}
+	keep = int64(len(head))
+	for {
+		var n int64
+		var prefix []byte
+		var err error
+		for {
+			var part []byte
+			part, err = br.ReadSlice('\n')
+			if prefix == nil {
+				prefix = append([]byte(nil), part[:min(len(part), 64)]...)
+			}
+			n += int64(len(part))
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err == io.EOF {
+			return keep, last, true, nil // end of file, or a torn last line
+		}
+		if err != nil {
+			return 0, 0, false, err
+		}
+		s, okStep := lineStep(prefix)
+		if !okStep || s <= last || s > step {
+			return keep, last, true, nil
+		}
+		keep += n
+		last = s
+	}
+}
+
+// lineStep returns the step of a record line as the Writer writes it:
+// {"epoch":E,"step":S,...
+func lineStep(b []byte) (int, bool) {
+	const e, s = `{"epoch":`, `,"step":`
+	if len(b) < len(e) || string(b[:len(e)]) != e {
+		return 0, false
+	}
+	b = b[len(e):]
+	i := 0
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == 0 || len(b[i:]) < len(s) || string(b[i:i+len(s)]) != s {
+		return 0, false
+	}
+	b = b[i+len(s):]
+	v := 0
+	for i = 0; i < len(b) && b[i] >= '0' && b[i] <= '9' && v <= maxCount; i++ {
+		v = v*10 + int(b[i]-'0')
+	}
+	if i == 0 || i == len(b) || b[i] != ',' || v > maxCount {
+		return 0, false
+	}
+	return v, true
+}
+
+// Write appends r (its step after the last one written, its shapes the
+// header's, its values finite and ≥ 0) as one line. It does not allocate
+// once its buffer has grown to a record's size.
+func (w *Writer) Write(r *Record) error {
+	if err := w.h.checkRecord(r); err != nil {
+		return fmt.Errorf("telemetry %s: step %d: %w", w.path, r.Step, err)
+	}
+	if r.Step <= w.last {
+		return fmt.Errorf("telemetry %s: step %d after step %d", w.path, r.Step, w.last)
+	}
+	w.buf = AppendRecord(w.buf[:0], r)
+	if _, err := w.f.Write(w.buf); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	w.last = r.Step
+	return nil
+}
+
+// Sync makes the records written so far durable (fsync): the run calls
+// it before it commits a checkpoint.
+func (w *Writer) Sync() error {
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	return nil
+}
+
+// Close syncs and closes the file.
+func (w *Writer) Close() error {
+	err := w.Sync()
+	if cerr := w.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("telemetry: %w", cerr)
+	}
+	return err
+}
+
+// AppendRecord appends r's line (JSON, newline-terminated, fields in the
+// order epoch, step, max_norm, grad_w; floats in the shortest form that
+// reads back as the same float32) to dst.
+func AppendRecord(dst []byte, r *Record) []byte {
+	dst = append(dst, `{"epoch":`...)
+	dst = strconv.AppendInt(dst, int64(r.Epoch), 10)
+	dst = append(dst, `,"step":`...)
+	dst = strconv.AppendInt(dst, int64(r.Step), 10)
+	dst = append(dst, `,"max_norm":`...)
+	dst = appendRows(dst, r.MaxNorm)
+	dst = append(dst, `,"grad_w":`...)
+	dst = appendRows(dst, r.GradW)
+	return append(dst, "}\n"...)
+}
+
+func appendRows(dst []byte, rows [][]float32) []byte {
+	dst = append(dst, '[')
+	for i, row := range rows {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '[')
+		for k, v := range row {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendFloat(dst, float64(v), 'g', -1, 32)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, ']')
+}
+
+// checkRecord checks a record against the header: counts, shapes, finite
+// values ≥ 0.
+func (h *Header) checkRecord(r *Record) error {
+	if r.Epoch < 1 || r.Epoch > maxCount || r.Step < 1 || r.Step > maxCount {
+		return fmt.Errorf("epoch %d and step %d must be in 1..2^40", r.Epoch, r.Step)
+	}
+	if len(r.MaxNorm) != len(h.Layers) || len(r.GradW) != len(h.Layers)-1 {
+		return fmt.Errorf("%d max_norm and %d grad_w rows, the header's %d layers want %d and %d", len(r.MaxNorm), len(r.GradW), len(h.Layers), len(h.Layers), len(h.Layers)-1)
+	}
+	for l, L := range h.Layers {
+		if err := checkRow("max_norm", l, r.MaxNorm[l], L.N); err != nil {
+			return err
+		}
+		if l > 0 {
+			if err := checkRow("grad_w", l-1, r.GradW[l-1], L.N*h.Layers[l-1].N); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkRow(field string, l int, row []float32, n int) error {
+	if len(row) != n {
+		return fmt.Errorf("%s[%d] has %d values, want %d", field, l, len(row), n)
+	}
+	for i, v := range row {
+		if !(v >= 0) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("%s[%d][%d] is %v, want a finite number ≥ 0", field, l, i, v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train/telemetry"
+)
+
+// readTelemetry parses a run directory's telemetry file.
+func readTelemetry(t *testing.T, dir string) (*telemetry.Log, []byte) {
+	t.Helper()
+	path := filepath.Join(dir, telemetry.FileName)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	l, err := telemetry.Read(f, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, raw
+}
+
+// TestTelemetryRun: a run with Telemetry writes one record per step with
+// the net's shapes, and a run interrupted anywhere and resumed writes the
+// same file byte for byte, as does one killed after steps past its
+// checkpoint (records after it, a torn line).
+func TestTelemetryRun(t *testing.T) {
+	base := t.TempDir()
+	ref := filepath.Join(base, "ref")
+	o := tinyOptions(t, ref)
+	o.Telemetry = true
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	l, refRaw := readTelemetry(t, ref)
+	p, _ := capsnet.NewParams(o.Model)
+	n, _ := capsnet.NewInferenceNet(p, 1)
+	if len(l.Header.Layers) != len(n.Layers()) || l.Header.Model != "tiny-deep" || l.Header.Batch != 16 {
+		t.Fatalf("header %+v, want the layers %+v", l.Header, n.Layers())
+	}
+	for i, L := range n.Layers() {
+		if h := l.Header.Layers[i]; h.Name != L.Name || h.N != L.N || h.D != L.D {
+			t.Errorf("header layer %d is %+v, the net's %+v", i, h, L)
+		}
+	}
+	if len(l.Records) != 12 { // 2 epochs of 96/16 steps
+		t.Fatalf("%d records, want 12", len(l.Records))
+	}
+	for k, r := range l.Records {
+		if r.Step != k+1 || r.Epoch != 1+k/6 {
+			t.Errorf("record %d: epoch %d step %d, want %d and %d", k, r.Epoch, r.Step, 1+k/6, k+1)
+		}
+		nonzero := 0
+		for _, row := range append(r.MaxNorm, r.GradW...) {
+			for _, v := range row {
+				if v > 0 {
+					nonzero++
+				}
+			}
+		}
+		if nonzero == 0 {
+			t.Errorf("record %d holds only zeros", k)
+		}
+	}
+	for _, k := range []int{1, 6, 8} {
+		dir := filepath.Join(base, fmt.Sprint(k))
+		io := tinyOptions(t, dir)
+		io.Telemetry = true
+		runInterrupted(t, io, k)
+		io.Resume = dir
+		if _, err := Run(context.Background(), io); err != nil {
+			t.Fatal(err)
+		}
+		if _, raw := readTelemetry(t, dir); string(raw) != string(refRaw) {
+			t.Errorf("interrupted after step %d and resumed: the telemetry file differs from the uninterrupted run's", k)
+		}
+	}
+	// Killed after step 8 with its checkpoint at step 6: records 7 and 8
+	// and a torn line are in the file.
+	dir := filepath.Join(base, "killed")
+	o1 := oneEpochTelemetry(t, dir)
+	path := filepath.Join(dir, telemetry.FileName)
+	after, _ := os.ReadFile(path)
+	extra := refRaw[len(after):]
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(extra[:len(extra)/2])
+	f.Close()
+	o1.Epochs, o1.Resume = 2, dir
+	if _, err := Run(context.Background(), o1); err != nil {
+		t.Fatal(err)
+	}
+	if _, raw := readTelemetry(t, dir); string(raw) != string(refRaw) {
+		t.Error("resumed after records past the checkpoint: the telemetry file differs from the uninterrupted run's")
+	}
+	// A fresh run over the directory starts a fresh file.
+	o1.Resume, o1.Epochs = "", 1
+	if _, err := Run(context.Background(), o1); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := readTelemetry(t, dir); len(l.Records) != 6 {
+		t.Errorf("a fresh run of one epoch over the directory left %d records, want 6", len(l.Records))
+	}
+}
+
+func oneEpochTelemetry(t *testing.T, dir string) Options {
+	t.Helper()
+	o := tinyOptions(t, dir)
+	o.Telemetry, o.Epochs = true, 1
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestTelemetryValues checks the collected figures against the net's own
+// accessors: with one replica, the norms' maxima of Capsules and the
+// Frobenius norms of VotesGrad after BackwardMargin, bitwise; with two
+// replicas (each the mean over its half of the batch), the same figures
+// within rounding: the replicas' margin gradients are combined as the
+// whole batch's.
+func TestTelemetryValues(t *testing.T) {
+	cfg := capsnet.Presets()["tiny-deep"]
+	const batch = 8
+	x := make([]float32, batch*28*28)
+	for i := range x {
+		x[i] = float32(i%17) / 17
+	}
+	labels := []int{0, 1, 2, 0, 1, 2, 1, 0}
+	step := func(threads int) telemetry.Record {
+		p, _ := capsnet.NewParams(cfg)
+		p.Init(3)
+		tr, err := NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		tr.SetTelemetry(true)
+		if _, _, err := tr.TrainStep(x, labels, 1e-3); err != nil {
+			t.Fatal(err)
+		}
+		rec := tr.Telemetry()
+		if rec == nil || rec.Step != 1 {
+			t.Fatalf("no record after a collecting step: %v", rec)
+		}
+		tr.SetTelemetry(false)
+		if _, _, err := tr.TrainStep(x, labels, 1e-3); err != nil || tr.Telemetry() != nil {
+			t.Fatalf("a step without telemetry left a record (%v)", err)
+		}
+		var out telemetry.Record
+		for _, row := range rec.MaxNorm {
+			out.MaxNorm = append(out.MaxNorm, append([]float32(nil), row...))
+		}
+		for _, row := range rec.GradW {
+			out.GradW = append(out.GradW, append([]float32(nil), row...))
+		}
+		return out
+	}
+	one, two := step(1), step(2)
+
+	// Direct: one net over the whole batch, through the accessors.
+	p, _ := capsnet.NewParams(cfg)
+	p.Init(3)
+	n, err := capsnet.NewNet(p, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Forward(x, labels); err != nil {
+		t.Fatal(err)
+	}
+	for l := range n.Layers() {
+		v, sh, _ := n.Capsules(l)
+		for i := 0; i < sh.N; i++ {
+			m := float32(0)
+			for b := 0; b < sh.B; b++ {
+				s := float32(0)
+				for k := 0; k < sh.D; k++ {
+					s += sh.At(v, b, i, k) * sh.At(v, b, i, k)
+				}
+				m = max(m, s)
+			}
+			if want := float32(math.Sqrt(float64(m))); one.MaxNorm[l][i] != want || !close32(two.MaxNorm[l][i], want) {
+				t.Errorf("max norm of layer %d capsule %d: %v (1 replica), %v (2), want %v", l, i, one.MaxNorm[l][i], two.MaxNorm[l][i], want)
+			}
+		}
+	}
+	if err := n.BackwardMargin(); err != nil {
+		t.Fatal(err)
+	}
+	for l := 1; l < len(n.Layers()); l++ {
+		g, sh, _ := n.VotesGrad(l)
+		for j := 0; j < sh.NOut; j++ {
+			for i := 0; i < sh.NIn; i++ {
+				s := 0.0
+				for r := 0; r < sh.DOut; r++ {
+					for c := 0; c < sh.DIn; c++ {
+						s += float64(sh.At(g, j, i, r, c)) * float64(sh.At(g, j, i, r, c))
+					}
+				}
+				want := float32(math.Sqrt(s))
+				if got := one.GradW[l-1][j*sh.NIn+i]; got != want || !close32(two.GradW[l-1][j*sh.NIn+i], want) {
+					t.Errorf("‖∂L_m/∂W[%d,%d]‖ of layer %d: %v (1 replica), %v (2), want %v", j, i, l, got, two.GradW[l-1][j*sh.NIn+i], want)
+				}
+			}
+		}
+	}
+}
+
+func close32(a, b float32) bool {
+	return math.Abs(float64(a-b)) <= 1e-4*math.Abs(float64(b))+1e-9
+}
+
+// TestTelemetryStepNoAllocs: a training step that collects telemetry and
+// writes its record allocates nothing.
+func TestTelemetryStepNoAllocs(t *testing.T) {
+	tr, x, labels := tinyTrainer(t)
+	defer tr.Close()
+	tr.SetTelemetry(true)
+	w, err := telemetry.Create(t.TempDir(), telemetryHeader("tiny-deep", 8, tr.Reps[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	step := func() {
+		if _, _, err := tr.TrainStep(x, labels, 1e-3); err != nil {
+			t.Fatal(err)
+		}
+		rec := tr.Telemetry()
+		rec.Epoch = 1
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if a := testing.AllocsPerRun(5, step); a != 0 {
+		t.Errorf("a training step with telemetry allocates %.1f times", a)
+	}
+}
