@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -98,6 +99,14 @@ func run(args []string) error {
 		if ck, err = train.ReadResume(*resume); err != nil {
 			return fmt.Errorf("-resume: %w", err)
 		}
+		// The run goes on with its own plan: the flags it was started
+		// with (seed, batch, epochs, target, …) unless given again.
+		if err := applyPlan(fs, given, ck); err != nil {
+			return err
+		}
+		if err := checkFlags(given, *dataName, *dataDir, *out, *epochs, *batch, *threads, *shift, *lr, *decay, *wd, *target); err != nil {
+			return fmt.Errorf("-resume %s: its recorded flags: %w", *resume, err)
+		}
 	}
 	if ck != nil && !given["model"] { // continue with the checkpoint's own model
 		if !ck.HasConfig() {
@@ -130,7 +139,6 @@ func run(args []string) error {
 	trainSet, testSet := splits.Train, splits.Test
 	o := train.DefaultOptions(cfg)
 	o.Train, o.Val, o.Test = trainSet, splits.Val, testSet
-	o.Provenance = map[string]string{"data": *dataName, "val_images": strconv.Itoa(splits.Val.N), "command": commandLine(args)}
 	if cfg.Input[1] != trainSet.H || cfg.Input[2] != trainSet.W {
 		// The paper's recipe: digits at a random position on an empty canvas
 		// for training, centred for validation.
@@ -158,6 +166,10 @@ func run(args []string) error {
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
 	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *target, *seed, *out, *resume, ck
 	o.Overwrite, o.Telemetry = *overwrite, *tele
+	fs.Set("epochs", strconv.Itoa(o.Epochs)) // the plan records the values in effect, not "default"
+	fs.Set("batch", strconv.Itoa(o.Batch))
+	fs.Set("shift", strconv.Itoa(o.MaxShift)) // 0 when the images are placed on a canvas
+	o.Provenance = map[string]string{"data": *dataName, "val_images": strconv.Itoa(splits.Val.N), "command": commandLine(args), "plan": plan(fs)}
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 
@@ -259,6 +271,48 @@ func placementHint(o train.Options) string {
 		return fmt.Sprintf("random on %d×%d", o.Canvas, o.Canvas)
 	}
 	return o.TrainPlacement.String()
+}
+
+// planFlags are the flags a resumed run takes from its checkpoint
+// (metadata "plan") unless they are given again: what the run trains, in
+// which order, for how long. -seed and -threads matter most: the data
+// order depends on the seed, the reduction order (hence every bit) on the
+// thread count.
+var planFlags = []string{"seed", "batch", "epochs", "target", "lr", "decay", "weight-decay", "shift", "threads", "telemetry"}
+
+// plan returns the values of planFlags as JSON (metadata "plan").
+func plan(fs *flag.FlagSet) string {
+	m := map[string]string{}
+	for _, name := range planFlags {
+		m[name] = fs.Lookup(name).Value.String()
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// applyPlan sets the planFlags not given on the command line from the
+// checkpoint's "plan" metadata (checkpoints without one keep the flags'
+// defaults) and marks them given; the caller checks the values again.
+func applyPlan(fs *flag.FlagSet, given map[string]bool, ck *capsnet.Checkpoint) error {
+	js, ok := ck.Meta["plan"]
+	if !ok {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		return fmt.Errorf("-resume: %s: metadata plan: %v", ck.Path, err)
+	}
+	for _, name := range planFlags {
+		v, ok := m[name]
+		if !ok || given[name] {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("-resume: %s: metadata plan: -%s %q: %v", ck.Path, name, v, err)
+		}
+		given[name] = true
+	}
+	return nil
 }
 
 // commandLine is the invocation "train ARGS…" as a shell would take it

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -164,6 +165,12 @@ func TestTinyRun(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "metrics.ndjson")); err != nil || strings.Count(string(b), "\n") != 3 || !strings.Contains(string(b), `"test_acc":0.`) {
 		t.Errorf("after resuming without -out, metrics.ndjson of the run holds %q (%v); want 3 lines with test accuracies", b, err)
 	}
+	// A resumed run keeps the plan it was started with: the seed and the
+	// thread count (the data order and every bit depend on them), batch,
+	// epochs, target, … unless given again.
+	if m := ck0Plan(t, out); m["seed"] != "1" || m["batch"] != "200" || m["epochs"] != "3" || m["threads"] == "" || m["shift"] != "2" {
+		t.Errorf("plan %v: want seed 1, batch 200, epochs 3 (the last resume's), shift 2", m)
+	}
 	// Provenance: the data set, its splits, the seed, the accuracies and
 	// every command line that trained the checkpoint.
 	ck, err := capsnet.ReadCheckpoint(filepath.Join(out, "checkpoint.safetensors"))
@@ -248,6 +255,66 @@ func TestTelemetryFlag(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out2, telemetry.FileName)); err == nil {
 		t.Error("a run without -telemetry wrote a telemetry file")
+	}
+}
+
+// ck0Plan returns the "plan" metadata of the run in dir.
+func ck0Plan(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ck, err := capsnet.ReadCheckpoint(filepath.Join(dir, "checkpoint.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(ck.Meta["plan"]), &m); err != nil {
+		t.Fatalf("plan metadata %q: %v", ck.Meta["plan"], err)
+	}
+	return m
+}
+
+// TestResumePlan: a run started with a seed, a batch size, a target and a
+// number of epochs resumes with them when -resume is given alone (it used
+// to go on with seed 1, batch 64, 5 epochs, no target: another data order
+// and another run).
+func TestResumePlan(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "2", "-batch", "250", "-seed", "7", "-target", "0.99", "-threads", "1", "-out", out, "-plain"}); err != nil {
+		t.Fatal(err)
+	}
+	ref := filepath.Join(t.TempDir(), "ref")
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "3", "-batch", "250", "-seed", "7", "-target", "0.99", "-threads", "1", "-out", ref, "-plain"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-resume", out, "-epochs", "3", "-plain"}); err != nil {
+		t.Fatal(err)
+	}
+	m := ck0Plan(t, out)
+	if m["seed"] != "7" || m["batch"] != "250" || m["target"] != "0.99" || m["threads"] != "1" || m["epochs"] != "3" {
+		t.Errorf("plan after the resume: %v", m)
+	}
+	a, err := os.ReadFile(filepath.Join(out, "checkpoint.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(ref, "checkpoint.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The weights (the file's tensors) are bit-identical to an
+	// uninterrupted run's; the metadata differs (command lines, times).
+	ca, _ := capsnet.ReadCheckpoint(filepath.Join(out, "checkpoint.safetensors"))
+	cb, _ := capsnet.ReadCheckpoint(filepath.Join(ref, "checkpoint.safetensors"))
+	for name, ta := range ca.Tensors {
+		if !slices.Equal(ta.Data, cb.Tensors[name].Data) {
+			t.Fatalf("tensor %s differs from the uninterrupted run's (files of %d and %d bytes)", name, len(a), len(b))
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "250", "-out", bad, "-plain"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-resume", bad, "-epochs", "2", "-batch", "0", "-plain"}); err == nil || !strings.Contains(err.Error(), "-batch") {
+		t.Errorf("resume with -batch 0: %v", err)
 	}
 }
 
