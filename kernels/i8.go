@@ -158,9 +158,10 @@ func GemmI8Packed(m int, a []int8, lda int, p *PackedI8, c []int32, ldc int) err
 }
 
 // ImplI8 names the int8 GEMM path of the implementation in use: "ref",
-// "avx2" (VPMADDUBSW/VPMADDWD) or "avx512vnni" (VPDPBUSD). The avx512
-// implementation uses avx512vnni when the CPU has AVX512-VNNI and avx2
-// otherwise; neon uses the reference.
+// "avx2" (VPMADDUBSW/VPMADDWD), "avx512vnni" (VPDPBUSD), "neonsdot" (SDOT)
+// or "neon" (SMULL/SADALP). The avx512 implementation uses avx512vnni when
+// the CPU has AVX512-VNNI and avx2 otherwise; neon uses neonsdot when the
+// CPU has the dot-product extension (ASIMDDP) and neon otherwise.
 func ImplI8() string { return cur.i8Name }
 
 // gemmI8Ref is the reference loop of GemmI8, arguments checked.
