@@ -25,6 +25,22 @@ func i8NEONArgs(mr, kg int, a []int8, lda int, tail []uint32, c []int32, ldc int
 	return ar, cr, &tail4[0], len(tail)
 }
 
+// gemmI8NEON calls the SDOT (sdot) or SMULL body on checked arguments.
+func gemmI8NEON(sdot bool, mr, kg int, a []int8, lda int, tail []uint32, b []int8, c []int32, ldc int) {
+	if kg == 0 && len(tail) == 0 {
+		return // nothing to add
+	}
+	var dummyA int8
+	var tail4 [4]uint32
+	var dummyC [16]int32
+	ar, cr, tp, nt := i8NEONArgs(mr, kg, a, lda, tail, c, ldc, &dummyA, &tail4, &dummyC)
+	if sdot {
+		gemmI8SDOTNEON(kg, ar[0], ar[1], ar[2], ar[3], tp, nt, &b[0], cr[0], cr[1], cr[2], cr[3])
+		return
+	}
+	gemmI8SMULLNEON(kg, ar[0], ar[1], ar[2], ar[3], tp, nt, &b[0], cr[0], cr[1], cr[2], cr[3])
+}
+
 // GemmI8KernelSDOT adds to an mr×16 tile of C (1 ≤ mr ≤ I8RowsNEON) the
 // exact int8 product of mr rows of A with the first 16 columns of the
 // packed block b (pass b[64:] for the other 16), with the SDOT instruction
@@ -45,14 +61,7 @@ func i8NEONArgs(mr, kg int, a []int8, lda int, tail []uint32, c []int32, ldc int
 // of range.
 func GemmI8KernelSDOT(mr, kg int, a []int8, lda int, tail []uint32, b []int8, c []int32, ldc int) {
 	if checkGemmI8Kernel("GemmI8KernelSDOT", I8RowsNEON, 16, I8GroupBytes/2, 0, mr, kg, a, lda, tail, b, nil, c, ldc) {
-		if kg == 0 && len(tail) == 0 {
-			return // nothing to add
-		}
-		var dummyA int8
-		var tail4 [4]uint32
-		var dummyC [16]int32
-		ar, cr, tp, nt := i8NEONArgs(mr, kg, a, lda, tail, c, ldc, &dummyA, &tail4, &dummyC)
-		gemmI8SDOTNEON(kg, ar[0], ar[1], ar[2], ar[3], tp, nt, &b[0], cr[0], cr[1], cr[2], cr[3])
+		gemmI8NEON(true, mr, kg, a, lda, tail, b, c, ldc)
 	}
 }
 
@@ -62,13 +71,6 @@ func GemmI8KernelSDOT(mr, kg int, a []int8, lda int, tail []uint32, b []int8, c 
 // dot-product extension (Cortex-A72). The same loop with j < 8.
 func GemmI8KernelSMULL(mr, kg int, a []int8, lda int, tail []uint32, b []int8, c []int32, ldc int) {
 	if checkGemmI8Kernel("GemmI8KernelSMULL", I8RowsNEON, 8, I8GroupBytes/4, 0, mr, kg, a, lda, tail, b, nil, c, ldc) {
-		if kg == 0 && len(tail) == 0 {
-			return // nothing to add
-		}
-		var dummyA int8
-		var tail4 [4]uint32
-		var dummyC [16]int32
-		ar, cr, tp, nt := i8NEONArgs(mr, kg, a, lda, tail, c, ldc, &dummyA, &tail4, &dummyC)
-		gemmI8SMULLNEON(kg, ar[0], ar[1], ar[2], ar[3], tp, nt, &b[0], cr[0], cr[1], cr[2], cr[3])
+		gemmI8NEON(false, mr, kg, a, lda, tail, b, c, ldc)
 	}
 }

@@ -153,30 +153,7 @@ func vnni(c *build.Context, mr int) {
 		}
 		c.ADDQ(operand.U32(groupBytes), bp)
 	}
-	kloop(c, kg, func() {
-		group(func(i int) operand.Mem { return rowAddr(i, p0, p4, lda, lda3, 0) })
-		c.ADDQ(operand.U8(4), p0)
-		if mr > 4 {
-			c.ADDQ(operand.U8(4), p4)
-		}
-	})
-	c.Comment("The k mod 4 last values of every row, from tail.")
-	c.TESTQ(ntail, ntail)
-	c.JZ(operand.LabelRef("store"))
-	group(func(i int) operand.Mem { return mem(tp, 4*i) })
-
-	c.Label("store")
-	for i := range mr {
-		for v := range 2 {
-			c.VPADDD(mem(cp, 64*v), acc(i, v), acc(i, v))
-			c.VMOVDQU32(acc(i, v), mem(cp, 64*v))
-		}
-		if i < mr-1 {
-			c.ADDQ(ldc, cp)
-		}
-	}
-	c.VZEROUPPER()
-	c.RET()
+	groupsAndStore(c, mr, [...]reg.Register{p0, p4, lda, lda3, cp, ldc, kg, tp, ntail}, group, acc, 64, func(v reg.VecPhysical, m operand.Mem) { c.VMOVDQU32(v, m) })
 }
 
 // kloop emits the loop over the kg full groups around body.
@@ -233,9 +210,23 @@ func avx2(c *build.Context, mr int) {
 		}
 		c.ADDQ(operand.U32(groupBytes), bp)
 	}
+	groupsAndStore(c, mr, [...]reg.Register{p0, p4, lda, lda3, cp, ldc, kg, tp, ntail}, group, acc, 32, func(v reg.VecPhysical, m operand.Mem) { c.VMOVDQU(v, m) })
+}
+
+// groupsAndStore emits the rest of a kernel of mr rows: the loop over the
+// kg full groups of A (group, given the address of each row's 4 bytes),
+// the tail group from tp when ntail ≠ 0, and C += the two accumulators of
+// each row (vectors of vb bytes, stored by st). r holds p0, p4, lda, lda3,
+// cp, ldc, kg, tp and ntail of prologue.
+func groupsAndStore(c *build.Context, mr int, r [9]reg.Register, group func(a func(i int) operand.Mem),
+	acc func(i, v int) reg.VecPhysical, vb int, st func(reg.VecPhysical, operand.Mem)) {
+	p0, p4, lda, lda3, cp, ldc, kg, tp, ntail := r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
 	kloop(c, kg, func() {
 		group(func(i int) operand.Mem { return rowAddr(i, p0, p4, lda, lda3, 0) })
 		c.ADDQ(operand.U8(4), p0)
+		if mr > 4 {
+			c.ADDQ(operand.U8(4), p4)
+		}
 	})
 	c.Comment("The k mod 4 last values of every row, from tail.")
 	c.TESTQ(ntail, ntail)
@@ -245,8 +236,8 @@ func avx2(c *build.Context, mr int) {
 	c.Label("store")
 	for i := range mr {
 		for v := range 2 {
-			c.VPADDD(mem(cp, 32*v), acc(i, v), acc(i, v))
-			c.VMOVDQU(acc(i, v), mem(cp, 32*v))
+			c.VPADDD(mem(cp, vb*v), acc(i, v), acc(i, v))
+			st(acc(i, v), mem(cp, vb*v))
 		}
 		if i < mr-1 {
 			c.ADDQ(ldc, cp)
