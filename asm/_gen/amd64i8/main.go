@@ -96,8 +96,16 @@ func broadcastConst(c *build.Context, k uint32, x reg.VecPhysical, v reg.VecPhys
 
 const signature = "func(kg int, a []int8, lda int, tail []uint32, b []int8, corr []int32, c []int32, ldc int)"
 
-// prologue loads the common arguments; it returns (p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail).
-func prologue(c *build.Context, mr int) (p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail reg.Register) {
+// prologue starts the body gemmI8{kind}{mr} of GemmI8Kernel{kind} for
+// the ISA desc and loads the common arguments; it returns (p0, p4, lda,
+// lda3, bp, cp, ldc, kg, tp, ntail).
+func prologue(c *build.Context, kind, desc string, mr int) (p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail reg.Register) {
+	name := fmt.Sprintf("gemmI8%s%d", kind, mr)
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr(signature)
+	c.Pragma("noescape")
+	c.Doc(fmt.Sprintf("%s is the %s body of GemmI8Kernel%s for %d rows: lengths are not checked.", name, desc, kind, mr))
 	p0, p4, lda, lda3 = reg.RSI, reg.RDI, reg.RDX, reg.R8
 	bp, cp, ldc, kg, tp, ntail = reg.RBX, reg.R9, reg.R10, reg.RCX, reg.R11, reg.R12
 	c.Load(c.Param("kg"), kg)
@@ -119,13 +127,7 @@ func prologue(c *build.Context, mr int) (p0, p4, lda, lda3, bp, cp, ldc, kg, tp,
 // vnni emits gemmI8VNNI{mr}: an mr×32 tile, accumulators Z0–Z15 (row i in
 // Z2i, Z2i+1), B in Z16–Z17, the 0x80 bytes in Z18, A broadcasts in Z19–Z26.
 func vnni(c *build.Context, mr int) {
-	name := fmt.Sprintf("gemmI8VNNI%d", mr)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr(signature)
-	c.Pragma("noescape")
-	c.Doc(fmt.Sprintf("%s is the AVX512-VNNI body of GemmI8KernelVNNI for %d rows: lengths are not checked.", name, mr))
-	p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail := prologue(c, mr)
+	p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail := prologue(c, "VNNI", "AVX512-VNNI", mr)
 	acc := func(i, v int) reg.VecPhysical { return zregs[2*i+v] }
 	b0, b1, x80 := zregs[16], zregs[17], zregs[18]
 	bc := func(i int) reg.VecPhysical { return zregs[19+i] }
@@ -174,13 +176,7 @@ func kloop(c *build.Context, kg reg.Register, body func()) {
 // in Y10–Y11, and the constants 1 (int16) in Y12, −128 (int16) in Y13,
 // 0x7F bytes in Y14 and 0x01 bytes in Y15. B is read from memory.
 func avx2(c *build.Context, mr int) {
-	name := fmt.Sprintf("gemmI8AVX2%d", mr)
-	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr(signature)
-	c.Pragma("noescape")
-	c.Doc(fmt.Sprintf("%s is the AVX2 body of GemmI8KernelAVX2 for %d rows: lengths are not checked.", name, mr))
-	p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail := prologue(c, mr)
+	p0, p4, lda, lda3, bp, cp, ldc, kg, tp, ntail := prologue(c, "AVX2", "AVX2", mr)
 	acc := func(i, v int) reg.VecPhysical { return yregs[2*i+v] }
 	lo, h, t0, t1 := yregs[8], yregs[9], yregs[10], yregs[11]
 	one16, m128, m7f, m01 := yregs[12], yregs[13], yregs[14], yregs[15]
