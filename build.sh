@@ -155,6 +155,11 @@ cmd_test() {
 			say "go test under qemu-aarch64-static (GOARCH=arm64: neon and noasm)"
 			GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static ./...
 			GOARCH=arm64 go test -count=1 -tags noasm -exec qemu-aarch64-static ./kernels/
+			say "int8 kernels under qemu: default CPU (SDOT) and QEMU_CPU=cortex-a72 (no dot product: SMULL)"
+			for cpu in max cortex-a72; do
+				QEMU_CPU=$cpu GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static -run I8 -v ./asm/ ./kernels/ |
+					grep -E 'path=|^(ok|FAIL|---)'
+			done
 		elif [ -n "${CI:-}" ]; then
 			die "qemu-aarch64-static is missing and could not be installed: arm64 tests cannot run (apt-get install qemu-user-static)"
 		else

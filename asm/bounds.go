@@ -59,7 +59,7 @@ func strides(kernel string, vals ...int) {
 }
 
 // need panics unless s holds index last (that is, n = last+1 values).
-func need(kernel, what string, s []float32, last int) {
+func need[T any](kernel, what string, s []T, last int) {
 	if last < 0 || last >= len(s) {
 		panic(BoundsError{Kernel: kernel, What: what, Need: last + 1, Have: len(s)})
 	}
@@ -207,6 +207,39 @@ func checkSgemmKernel(kernel string, mr, nr, kc int, a, b, c []float32, ldc int)
 	if dims(kernel, kc) { // kc = 0 is valid: C = beta·C
 		need(kernel, "a", a, kc*mr-1)
 		need(kernel, "b", b, kc*nr-1)
+	}
+	need(kernel, "c", c, (mr-1)*ldc+nr-1)
+	return true
+}
+
+// checkGemmI8Kernel checks an int8 micro-kernel of mr rows (1 ≤ mr ≤ maxMR)
+// and nr columns: a holds (mr−1)·lda + 4·kg values, tail none or at least
+// mr, b the groups read (kg, plus one when tail is given) with groupBytes
+// bytes between groups and used bytes in each, corr nCorr values and c
+// (mr−1)·ldc + nr. The shape is never empty (mr ≥ 1), so it never returns
+// false.
+func checkGemmI8Kernel(kernel string, maxMR, nr, used, nCorr, mr, kg int, a []int8, lda int, tail []uint32, b []int8, corr []int32, c []int32, ldc int) bool {
+	if mr < 1 || mr > maxMR {
+		panic(BoundsError{Kernel: kernel, What: "mr", Need: mr, Have: -1})
+	}
+	dims(kernel, kg)
+	strides(kernel, lda, ldc)
+	if ldc < nr {
+		panic(BoundsError{Kernel: kernel, What: "ldc (less than the tile width)", Need: ldc, Have: -1})
+	}
+	if kg > 0 {
+		need(kernel, "a", a, (mr-1)*lda+4*kg-1)
+	}
+	groups := kg
+	if len(tail) > 0 {
+		need(kernel, "tail", tail, mr-1)
+		groups++
+	}
+	if groups > 0 {
+		need(kernel, "b", b, (groups-1)*I8GroupBytes+used-1)
+	}
+	if nCorr > 0 {
+		need(kernel, "corr", corr, nCorr-1)
 	}
 	need(kernel, "c", c, (mr-1)*ldc+nr-1)
 	return true

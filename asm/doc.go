@@ -31,6 +31,13 @@
 // instructions the Go assembler lacks as WORD encodings commented with
 // their mnemonics.
 //
+// The int8 GEMM micro-kernels are generated too: i8_amd64.s and its stubs
+// by the avo program _gen/amd64i8 (AVX512-VNNI VPDPBUSD, mr = 1…8 × 32
+// columns, and AVX2 VPMADDUBSW/VPMADDWD, mr = 1…4 × 16), i8_arm64.s by the
+// _gen/arm64 templates i8sdot and i8smull (SDOT 4×16, SMULL/SADALP 4×8).
+// All read the packed weight layout of i8.go; the exported, checked
+// kernels are i8_amd64_checked.go and i8_arm64_checked.go.
+//
 // # Bounds layer
 //
 // Every exported kernel (GemvNAVX2, …, ExpAVX512, and the other ISAs'

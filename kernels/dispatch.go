@@ -89,6 +89,12 @@ type ops struct {
 	// exp: y[i] = exp(x[i]) for i < len(x) (y holds at least len(x)
 	// values), within 2 ulp of float32(math.Exp) with the clamps of expRef.
 	exp func(x, y []float32)
+
+	// i8Name names the int8 GEMM path (ImplI8): "ref", "avx2", "avx512vnni".
+	i8Name string
+	// gemmI8: c[i*ldc+j] += Σ_p int32(a[i*lda+p])·int32(B[j][p]) for i < m,
+	// j < p.n, p < p.k, B packed in p (GemmI8Packed, arguments checked).
+	gemmI8 func(m int, a []int8, lda int, p *PackedI8, c []int32, ldc int)
 }
 
 // Squash selects the squash non-linearity (spec §3).

@@ -63,10 +63,11 @@ func TestUseUnknown(t *testing.T) {
 }
 
 // TestEnvVarForcesImpl runs this test binary again with CAPSTAN_KERNELS set
-// and checks what it picks, including a bad value (reported, ignored).
+// and checks what it picks (and its int8 path), including a bad value
+// (reported, ignored).
 func TestEnvVarForcesImpl(t *testing.T) {
 	if os.Getenv("CAPSTAN_PRINT_IMPL") == "1" {
-		os.Stdout.WriteString("impl=" + Impl() + "\n")
+		os.Stdout.WriteString("impl=" + Impl() + "\n" + "i8=" + ImplI8() + "\n")
 		return
 	}
 	if testing.Short() {
@@ -89,8 +90,8 @@ func TestEnvVarForcesImpl(t *testing.T) {
 			}
 			continue
 		}
-		if !strings.Contains(s, "impl="+want+"\n") {
-			t.Errorf("%s=%s: output %q", EnvVar, want, s)
+		if !strings.Contains(s, "impl="+want+"\n") || !strings.Contains(s, "i8="+tables[want].i8Name+"\n") {
+			t.Errorf("%s=%s: output %q, want impl=%s and i8=%s", EnvVar, want, s, want, tables[want].i8Name)
 		}
 	}
 }

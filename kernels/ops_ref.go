@@ -25,6 +25,8 @@ var refOps = ops{
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
 	exp:             expRef,
+	i8Name:          "ref",
+	gemmI8:          gemmI8PackedRef,
 }
 
 // sgemmWorkRef is sgemmRef; the plain loops need no work space.

@@ -208,7 +208,7 @@ type fn struct {
 }
 
 // newFn lays out the arguments of exported kernel name with the given
-// parameters (int, float32 and []float32 only) as the Go ABI0 does.
+// parameters (int, float32, []float32 and pointers only) as the Go ABI0 does.
 func newFn(export, params string) (*fn, error) {
 	e, err := parser.ParseExpr("func(" + params + ")")
 	if err != nil {
@@ -221,9 +221,15 @@ func newFn(export, params string) (*fn, error) {
 		if ft, ok := field.Type.(*ast.ArrayType); ok {
 			typ = "[]" + fmt.Sprint(ft.Elt)
 		}
+		if ft, ok := field.Type.(*ast.StarExpr); ok {
+			typ = "*" + fmt.Sprint(ft.X)
+		}
 		for _, id := range field.Names {
 			switch typ {
 			case "int":
+				f.offs[id.Name] = off
+				off += 8
+			case "*int8", "*int32", "*uint32":
 				f.offs[id.Name] = off
 				off += 8
 			case "float32":
@@ -356,6 +362,37 @@ var funcMap = template.FuncMap{
 	"last":     func(s any) int { return reflect.ValueOf(s).Len() - 1 },
 	"fmlaElem": func(d, n, m, lane int) string { return byElement(0x4f801000, d, n, m, lane) },
 	"fmulElem": func(d, n, m, lane int) string { return byElement(0x4f809000, d, n, m, lane) },
+	// SDOT Vd.4S, Vn.16B, Vm.4B[lane] has the by-element layout of FMLA.
+	"sdotElem": func(d, n, m, lane int) string { return byElement(0x4f80e000, d, n, m, lane) },
+	"smull": func(d, n, m int) string {
+		return fmt.Sprintf("0x%08x", 0x0e20c000|uint32(m)<<16|uint32(n)<<5|uint32(d))
+	},
+	"smull2": func(d, n, m int) string {
+		return fmt.Sprintf("0x%08x", 0x4e20c000|uint32(m)<<16|uint32(n)<<5|uint32(d))
+	},
+	"sadalp": func(d, n int) string { return fmt.Sprintf("0x%08x", 0x4e606800|uint32(n)<<5|uint32(d)) },
+	"seq": func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = i
+		}
+		return s
+	},
+}
+
+// i8Params is the signature of both int8 micro-kernels: four row pointers
+// of A and of C (the wrappers repeat row 0 of A and a dummy row of C past
+// mr), the tail words (read when ntail ≠ 0) and the packed B.
+const i8Params = "kg int, a0, a1, a2, a3 *int8, tail *uint32, ntail int, b *int8, c0, c1, c2, c3 *int32"
+
+// i8GroupBytes is asm.I8GroupBytes, the bytes of one group of 4 k of a
+// packed block of 32 columns.
+const i8GroupBytes = 128
+
+// i8Ctx is the data of the int8 templates.
+type i8Ctx struct {
+	ctx
+	GroupBytes int
 }
 
 // render executes template name (file name.s.tmpl) with data into w.
@@ -434,6 +471,28 @@ func generate() (map[string][]byte, error) {
 	files["sgemm_arm64.s"] = trim(s.Bytes())
 	stubs(&g, "sgemm_arm64.s", sgemmFns)
 	files["sgemm_arm64.go"] = bytes.Clone(g.Bytes())
+
+	// i8_arm64.s and i8_arm64.go.
+	s.Reset()
+	g.Reset()
+	s.WriteString(header)
+	if err := render(&s, "i8_head", i8Ctx{GroupBytes: i8GroupBytes}); err != nil {
+		return nil, err
+	}
+	var i8Fns []*fn
+	for _, k := range []string{"SDOT", "SMULL"} {
+		f, err := newFn("GemmI8"+k+"NEON", i8Params)
+		if err != nil {
+			return nil, err
+		}
+		i8Fns = append(i8Fns, f)
+		if err := render(&s, "i8"+strings.ToLower(k), i8Ctx{ctx: ctx{Fn: f}, GroupBytes: i8GroupBytes}); err != nil {
+			return nil, err
+		}
+	}
+	files["i8_arm64.s"] = trim(s.Bytes())
+	stubs(&g, "i8_arm64.s", i8Fns)
+	files["i8_arm64.go"] = bytes.Clone(g.Bytes())
 
 	for name, b := range files {
 		if strings.HasSuffix(name, ".go") {

@@ -19,8 +19,8 @@ func TestUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a) != 4 {
-		t.Errorf("%d files generated, want 4", len(a))
+	if len(a) != 6 {
+		t.Errorf("%d files generated, want 6", len(a))
 	}
 	for name, content := range a {
 		if !bytes.Equal(content, b[name]) {
