@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -15,8 +16,14 @@ import (
 const scaleSuffix = ".scale"
 
 // Save writes the model to path atomically (temp file, fsync, rename) in
-// the format of the package doc.
+// the format of the package doc (see Encode).
 func (m *Model) Save(path string) error {
+	return safetensors.WriteAtomic(path, m.Encode)
+}
+
+// Encode writes the model to w in the format of the package doc. A tensor
+// whose values, scales and shape disagree is an error naming it.
+func (m *Model) Encode(w io.Writer) error {
 	ts := make(map[string]safetensors.Tensor, 2*len(m.Tensors))
 	for i := range m.Tensors {
 		t := &m.Tensors[i]
@@ -25,13 +32,13 @@ func (m *Model) Save(path string) error {
 			continue
 		}
 		if t.ChannelDims < 1 || t.ChannelDims > len(t.Shape) {
-			return fmt.Errorf("writing %s: tensor %q: %d channel dimensions for shape %v", path, t.Name, t.ChannelDims, t.Shape)
+			return fmt.Errorf("tensor %q: %d channel dimensions for shape %v", t.Name, t.ChannelDims, t.Shape)
 		}
 		ts[t.Name] = safetensors.Tensor{Shape: t.Shape, I8: t.Q}
 		ts[t.Name+scaleSuffix] = safetensors.Tensor{Shape: t.Shape[:t.ChannelDims], Data: t.Scales}
 	}
 	meta := map[string]string{"format": Format, "config": m.Config.JSON(), "granularity": m.Granularity.String()}
-	return safetensors.Write(path, ts, meta)
+	return safetensors.Encode(w, ts, meta)
 }
 
 // expected is one tensor an int8 model file must hold.
