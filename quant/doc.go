@@ -19,8 +19,11 @@
 // file holding it is refused. Biases and the routing priors stay float32,
 // as do routing, squash and softmax.
 //
-// Activation scales (calibration on training images) are not implemented
-// yet; the file records no activation settings.
+// Activations (Calibrate, optional): one symmetric per-tensor scale per
+// int8 GEMM input (each convolution's input, each capsule layer's input
+// capsules, each decoder layer's input), range/127, the range being the
+// largest |x| (MinMax) or a percentile of |x| (Percentile) observed by
+// running the float model on N calibration images.
 //
 // # File format
 //
@@ -29,10 +32,14 @@
 // NAME as an I8 tensor of its float shape, its scales NAME.scale as an F32
 // tensor of the weight's leading channel dimensions ((out) for convolutions
 // and FC layers, (n_out) or (n_out, n_in) for votes matrices), biases and
-// priors as F32 tensors under their own names, and nothing else. The
-// metadata holds "format" (Format, "capstan-int8/1"), "config" (the model,
-// capsnet.Config JSON) and "granularity" ("capsule" or "block"). Load
+// priors as F32 tensors under their own names, for a calibrated model each
+// quantized weight's input scale NAME.act_scale (a scalar F32), and
+// nothing else. The metadata holds "format" (Format, "capstan-int8/1"),
+// "config" (the model, capsnet.Config JSON) and "granularity" ("capsule"
+// or "block"), and for a calibrated model only "activation_method"
+// ("minmax" or "percentile"), "activation_images" (N) and, for the
+// percentile method, "activation_percentile". Load
 // checks the header against the config before reading any data, then every
-// scale (finite, > 0), every float (finite) and every int8 value (not
+// scale (finite, > 0, activation scales too), every float (finite) and every int8 value (not
 // -128); every error is one line naming the file and the tensor.
 package quant

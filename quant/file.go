@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
@@ -14,6 +15,10 @@ import (
 // scaleSuffix names a quantized weight's scales: NAME.scale (no parameter
 // name ends so: they end in .weight, .bias, .W or .b).
 const scaleSuffix = ".scale"
+
+// actSuffix names the activation scale of a quantized weight's input:
+// NAME.act_scale, a scalar F32 tensor (calibrated models only).
+const actSuffix = ".act_scale"
 
 // Save writes the model to path atomically (temp file, fsync, rename) in
 // the format of the package doc (see Encode).
@@ -38,6 +43,28 @@ func (m *Model) Encode(w io.Writer) error {
 		ts[t.Name+scaleSuffix] = safetensors.Tensor{Shape: t.Shape[:t.ChannelDims], Data: t.Scales}
 	}
 	meta := map[string]string{"format": Format, "config": m.Config.JSON(), "granularity": m.Granularity.String()}
+	if c := m.Calibration; c != nil {
+		k := 0
+		for i := range m.Tensors {
+			t := &m.Tensors[i]
+			if t.Float != nil {
+				continue
+			}
+			if k >= len(c.Scales) || c.Scales[k].Name != t.Name {
+				return fmt.Errorf("calibration: no activation scale for tensor %q (scales of another model)", t.Name)
+			}
+			ts[t.Name+actSuffix] = safetensors.Tensor{Shape: []int{}, Data: []float32{c.Scales[k].Scale}}
+			k++
+		}
+		if k != len(c.Scales) {
+			return fmt.Errorf("calibration: %d activation scales for %d quantized tensors", len(c.Scales), k)
+		}
+		meta["activation_method"] = c.Method.String()
+		meta["activation_images"] = strconv.Itoa(c.Images)
+		if c.Method == Percentile {
+			meta["activation_percentile"] = formatPercentile(c.Percentile)
+		}
+	}
 	return safetensors.Encode(w, ts, meta)
 }
 
@@ -51,7 +78,7 @@ type expected struct {
 // layout returns the tensors a file of the config and granularity must
 // hold, each parameter followed by its scales when it is quantized, with
 // the parameter's role and channel dimensions.
-func layout(cfg capsnet.Config, g Granularity) ([]expected, []capsnet.ParamSpec, error) {
+func layout(cfg capsnet.Config, g Granularity, calibrated bool) ([]expected, []capsnet.ParamSpec, error) {
 	specs, err := cfg.ParamSpecs()
 	if err != nil {
 		return nil, nil, err
@@ -64,6 +91,9 @@ func layout(cfg capsnet.Config, g Granularity) ([]expected, []capsnet.ParamSpec,
 			continue
 		}
 		out = append(out, expected{sp.Name, "I8", sp.TorchShape}, expected{sp.Name + scaleSuffix, "F32", sp.TorchShape[:cd]})
+		if calibrated {
+			out = append(out, expected{sp.Name + actSuffix, "F32", []int{}})
+		}
 	}
 	return out, specs, nil
 }
@@ -99,10 +129,11 @@ func checkLayout(want []expected, have map[string]safetensors.Info, model string
 // Load reads an int8 model written by Save. It checks, from the header and
 // before reading any tensor data, the format metadata (a float checkpoint
 // or another file is refused saying what it is), the config (as
-// capsnet.ParseConfig checks it), the granularity, and that every tensor
-// the config implies is present with its dtype and shape and no other;
-// then every scale is finite and > 0, every float finite and no int8 value
-// is -128. Every error is one line naming the file (and the tensor).
+// capsnet.ParseConfig checks it), the granularity, the activation
+// settings if any, and that every tensor the config and settings imply is
+// present with its dtype and shape and no other; then every scale
+// (activation scales too) is finite and > 0, every float finite and no
+// int8 value is -128. Every error is one line naming the file (and the tensor).
 func Load(path string) (*Model, error) {
 	h, err := safetensors.ReadHeader(path)
 	if err != nil {
@@ -128,7 +159,11 @@ func Load(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: metadata: %w", path, err)
 	}
-	want, specs, err := layout(cfg, g)
+	cal, err := parseCalibration(meta)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata: %w", path, err)
+	}
+	want, specs, err := layout(cfg, g, cal != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -147,10 +182,10 @@ func Load(path string) (*Model, error) {
 	if err := checkLayout(want, have, cfg.Name); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if st.Metadata["format"] != Format || st.Metadata["config"] != meta["config"] || st.Metadata["granularity"] != meta["granularity"] {
+	if !maps.Equal(st.Metadata, meta) {
 		return nil, fmt.Errorf("%s: metadata changed while reading", path)
 	}
-	m := &Model{Config: cfg, Granularity: g}
+	m := &Model{Config: cfg, Granularity: g, Calibration: cal}
 	for _, sp := range specs {
 		t := Tensor{Name: sp.Name, Shape: sp.TorchShape, Role: sp.Role, ChannelDims: channelDims(sp.Role, g)}
 		if t.ChannelDims == 0 {
@@ -172,10 +207,50 @@ func Load(path string) (*Model, error) {
 					return nil, fmt.Errorf("%s: tensor %q element %d is %v, a scale must be > 0", path, sp.Name+scaleSuffix, i, s)
 				}
 			}
+			if cal != nil {
+				a := st.Tensors[sp.Name+actSuffix].Data[0]
+				if math.IsNaN(float64(a)) || math.IsInf(float64(a), 0) || a <= 0 {
+					return nil, fmt.Errorf("%s: tensor %q is %v, an activation scale must be finite and > 0", path, sp.Name+actSuffix, a)
+				}
+				cal.Scales = append(cal.Scales, ActScale{Name: sp.Name, Scale: a})
+			}
 		}
 		m.Tensors = append(m.Tensors, t)
 	}
 	return m, nil
+}
+
+// parseCalibration reads the activation settings of the metadata: nil
+// when there are none (activation_method absent, and then no other
+// activation_ entry may be there).
+func parseCalibration(meta map[string]string) (*Calibration, error) {
+	ms, ok := meta["activation_method"]
+	if !ok {
+		for _, k := range []string{"activation_images", "activation_percentile"} {
+			if _, ok := meta[k]; ok {
+				return nil, fmt.Errorf("%s without activation_method", k)
+			}
+		}
+		return nil, nil
+	}
+	method, err := ParseMethod(ms)
+	if err != nil {
+		return nil, err
+	}
+	c := &Calibration{Method: method}
+	if c.Images, err = strconv.Atoi(meta["activation_images"]); err != nil || c.Images <= 0 {
+		return nil, fmt.Errorf("activation_images %q: want a positive count", meta["activation_images"])
+	}
+	ps, hasP := meta["activation_percentile"]
+	switch {
+	case method == Percentile:
+		if c.Percentile, err = strconv.ParseFloat(ps, 64); err != nil || !(c.Percentile > 0 && c.Percentile <= 100) {
+			return nil, fmt.Errorf("activation_percentile %q: want a number in (0, 100]", ps)
+		}
+	case hasP:
+		return nil, fmt.Errorf("activation_percentile with method %s", method)
+	}
+	return c, nil
 }
 
 // finite reports the first value that is NaN or infinite.

@@ -31,10 +31,17 @@ func FuzzLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	p.Init(1)
+	cal, err := Calibrate(p, calibImages(p, 2), CalibOptions{Method: Percentile})
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, g := range []Granularity{PerCapsule, PerBlock} {
 		m, err := Quantize(p, Options{Granularity: g})
 		if err != nil {
 			f.Fatal(err)
+		}
+		if g == PerBlock {
+			m.Calibration = cal
 		}
 		var b bytes.Buffer
 		if err := m.Encode(&b); err != nil {

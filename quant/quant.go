@@ -79,6 +79,9 @@ type Model struct {
 	Config      capsnet.Config
 	Granularity Granularity
 	Tensors     []Tensor
+	// Calibration holds the activation scales of the int8 GEMM inputs
+	// (Calibrate), or is nil for a model not calibrated.
+	Calibration *Calibration
 }
 
 // channelDims returns how many leading dimensions index the channels of a
