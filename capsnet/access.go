@@ -120,3 +120,31 @@ func (n *Net) Votes(l int) ([]float32, VotesShape, error) {
 
 // input is the arena buffer of the input batch (for tests in this package).
 func (n *Net) input() *graph.Buf { return n.x }
+
+// ConvInput returns the input of convolution k (Config.Convs[k]) of the
+// last Forward: B samples of (C, H, W), NCHW; convolution 0's is the image
+// batch. Only a training Net (NewNet) keeps it after Forward (its
+// backward needs it); an inference Net's memory plan reuses it, so there
+// it is an error.
+func (n *Net) ConvInput(k int) ([]float32, error) {
+	if k < 0 || k >= len(n.convs) {
+		return nil, fmt.Errorf("capsnet: ConvInput(%d): the net has convolutions 0..%d", k, len(n.convs)-1)
+	}
+	if n.Inference {
+		return nil, fmt.Errorf("capsnet: ConvInput on an inference net (its memory plan reuses the inputs): use a Net from NewNet")
+	}
+	return n.convs[k].x.Data(), nil
+}
+
+// FCInput returns the input of decoder layer i (dec.fc{i+1}) of the last
+// Forward: B rows of its input width (layer 0's is the masked top
+// capsules). Like ConvInput, only a training Net keeps it.
+func (n *Net) FCInput(i int) ([]float32, error) {
+	if i < 0 || i >= len(n.dec) {
+		return nil, fmt.Errorf("capsnet: FCInput(%d): the decoder has layers 0..%d", i, len(n.dec)-1)
+	}
+	if n.Inference {
+		return nil, fmt.Errorf("capsnet: FCInput on an inference net (its memory plan reuses the inputs): use a Net from NewNet")
+	}
+	return n.dec[i].x.Data(), nil
+}

@@ -2,6 +2,8 @@ package capsnet
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"testing"
 )
 
@@ -107,5 +109,107 @@ func TestAccessors(t *testing.T) {
 	}
 	if err := inf.BackwardMargin(); err == nil {
 		t.Error("BackwardMargin on an inference net: no error")
+	}
+}
+
+// TestGemmInputs checks ConvInput and FCInput after a Forward of a
+// training Net: convolution 0's input is the image batch, each later
+// convolution's input has the size the geometry gives and (after a ReLU
+// convolution) no negative value; the decoder's first input is the top
+// capsule of the label, zero elsewhere, and each later FC input is
+// ReLU(previous input · Wᵀ + b) computed here in float64. An inference
+// Net and out-of-range indices are errors.
+func TestGemmInputs(t *testing.T) {
+	p, err := NewParams(Presets()["tiny-deep3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(5)
+	n, err := NewNet(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n.Batch*n.InputLen())
+	for i := range x {
+		x[i] = float32((i*5)%17) / 17
+	}
+	labels := []int{4, 1}
+	if err := n.Forward(x, labels); err != nil {
+		t.Fatal(err)
+	}
+	for k, cv := range p.Config.Convs {
+		in, err := n.ConvInput(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ci := p.Geo.ConvIn[k]
+		if want := n.Batch * ci[0] * ci[1] * ci[2]; len(in) != want {
+			t.Fatalf("conv %d: input of %d values, want %d", k, len(in), want)
+		}
+		if k == 0 && !slices.Equal(in, x) {
+			t.Error("conv 0: input is not the image batch")
+		}
+		if k > 0 && p.Config.Convs[k-1].ReLU && slices.Min(in) < 0 {
+			t.Errorf("conv %d (%s): negative input after a ReLU", k, cv.Name)
+		}
+	}
+	top, vs, err := n.Capsules(len(n.Layers()) - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in0, err := n.FCInput(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	width := p.Config.Classes * vs.D
+	for b := range n.Batch {
+		for j := range p.Config.Classes {
+			for k := range vs.D {
+				want := float32(0)
+				if j == labels[b] {
+					want = vs.At(top, b, j, k)
+				}
+				if got := in0[b*width+j*vs.D+k]; got != want {
+					t.Fatalf("decoder input [%d, %d, %d] = %v, want %v", b, j, k, got, want)
+				}
+			}
+		}
+	}
+	for i := 1; i <= len(p.Config.Decoder); i++ {
+		prev, _ := n.FCInput(i - 1)
+		in, err := n.FCInput(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := p.Get(fmt.Sprintf("dec.fc%d.weight", i)).Buf.Data()
+		bias := p.Get(fmt.Sprintf("dec.fc%d.bias", i)).Buf.Data()
+		nIn, nOut := len(prev)/n.Batch, len(in)/n.Batch
+		for b := range n.Batch {
+			for o := range nOut {
+				s := float64(bias[o])
+				for c := range nIn {
+					s += float64(prev[b*nIn+c]) * float64(w[o*nIn+c])
+				}
+				if got, want := float64(in[b*nOut+o]), math.Max(s, 0); math.Abs(got-want) > 1e-4*(1+math.Abs(want)) {
+					t.Fatalf("FC input %d [%d, %d] = %v, want %v", i, b, o, got, want)
+				}
+			}
+		}
+	}
+	if _, err := n.ConvInput(len(p.Config.Convs)); err == nil {
+		t.Error("ConvInput out of range: no error")
+	}
+	if _, err := n.FCInput(-1); err == nil {
+		t.Error("FCInput(-1): no error")
+	}
+	inf, err := NewInferenceNet(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.ConvInput(0); err == nil {
+		t.Error("ConvInput on an inference net: no error")
+	}
+	if _, err := inf.FCInput(0); err == nil {
+		t.Error("FCInput on an inference net: no error")
 	}
 }

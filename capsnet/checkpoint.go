@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
@@ -121,10 +122,24 @@ type Checkpoint struct {
 	Meta map[string]string
 }
 
+// Int8FormatPrefix starts the "format" metadata of the int8 models of
+// package quant ("capstan-int8/1"); ReadCheckpoint refuses such a file
+// with an error saying what it is.
+const Int8FormatPrefix = "capstan-int8/"
+
 // ReadCheckpoint reads and validates a checkpoint file (or a plain PyTorch
 // state dict) once. A "config" metadata entry must parse as a model
-// configuration; the tensors are checked against it only by Load.
+// configuration; the tensors are checked against it only by Load. An int8
+// model (package quant) is refused from its header, before its data is
+// read.
 func ReadCheckpoint(path string) (*Checkpoint, error) {
+	h, err := safetensors.ReadHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	if f := h.Metadata["format"]; strings.HasPrefix(f, Int8FormatPrefix) {
+		return nil, fmt.Errorf("%s is an int8 model (quant, format %s), not a float checkpoint: use quant.Load, or the tools that take -model-int8", path, f)
+	}
 	st, err := safetensors.Read(path)
 	if err != nil {
 		return nil, err
@@ -185,6 +200,9 @@ func (p *Params) load(ts map[string]safetensors.Tensor, source string) error {
 		t, ok := ts[q.Name]
 		if !ok {
 			return fmt.Errorf("%s: tensor %q missing (model %s)", source, q.Name, p.Config.Name)
+		}
+		if t.I8 != nil {
+			return fmt.Errorf("%s: tensor %q is I8 (quantized), model %s needs F32", source, q.Name, p.Config.Name)
 		}
 		if !slices.Equal(t.Shape, q.TorchShape) {
 			return fmt.Errorf("%s: tensor %q has shape %v, model %s needs %v", source, q.Name, t.Shape, p.Config.Name, q.TorchShape)

@@ -235,3 +235,37 @@ func TestInitKeras(t *testing.T) {
 		t.Errorf("unknown init: %v", err)
 	}
 }
+
+// TestReadCheckpointRefusesInt8: an int8 model (format capstan-int8/…) is
+// refused from its header with one line naming the file and what it is,
+// and an I8 tensor where a float parameter is expected names the tensor.
+func TestReadCheckpointRefusesInt8(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.int8.safetensors")
+	ts := map[string]safetensors.Tensor{"conv1.weight": {Shape: []int{2}, I8: []int8{1, -1}}}
+	if err := safetensors.Write(path, ts, map[string]string{"format": Int8FormatPrefix + "1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadCheckpoint(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "int8 model") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("int8 model as a checkpoint: %v", err)
+	}
+	p, err := NewParams(Presets()["tiny-deep3"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := p.TorchTensors()
+	q := p.List[0]
+	state[q.Name] = safetensors.Tensor{Shape: q.TorchShape, I8: make([]int8, q.Buf.Len())}
+	float := filepath.Join(dir, "f.safetensors")
+	if err := safetensors.Write(float, state, nil); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpoint(float)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Load(ck); err == nil || !strings.Contains(err.Error(), float) || !strings.Contains(err.Error(), q.Name) || !strings.Contains(err.Error(), "I8") {
+		t.Errorf("I8 tensor in a float checkpoint: %v", err)
+	}
+}

@@ -466,49 +466,17 @@ func (c Config) Geometry() (Geometry, error) {
 // sum checked, before anything is allocated. Each tensor has at most 2^40
 // elements (Geometry); a total beyond 2^60 is an error.
 func (c Config) ParamCount() (int64, error) {
-	geo, err := c.Geometry()
+	specs, err := c.ParamSpecs()
 	if err != nil {
 		return 0, err
 	}
 	var total int64
-	add := func(sizes ...int) error {
-		n, ok := mulSize(sizes...)
+	for _, sp := range specs {
+		n, ok := mulSize(sp.TorchShape...)
 		if !ok || total+int64(n) > 1<<60 {
-			return fmt.Errorf("model %s: more than 2^60 parameters", c.Name)
+			return 0, fmt.Errorf("model %s: more than 2^60 parameters", c.Name)
 		}
 		total += int64(n)
-		return nil
-	}
-	for k, cv := range c.Convs {
-		in := geo.ConvIn[k][0]
-		if cv.Depthwise {
-			in = 1
-		}
-		if err := add(cv.Out, in, geo.Kernel[k], geo.Kernel[k]); err != nil {
-			return 0, err
-		}
-		if err := add(cv.Out); err != nil {
-			return 0, err
-		}
-	}
-	for l, cc := range c.Caps {
-		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
-		if err := add(cc.Out, nIn, cc.Dim, dIn); err != nil {
-			return 0, err
-		}
-		if err := add(nIn, cc.Out); err != nil {
-			return 0, err
-		}
-	}
-	in := c.Classes * c.Caps[len(c.Caps)-1].Dim
-	for _, out := range append(append([]int(nil), c.Decoder...), geo.Pixels) {
-		if err := add(out, in); err != nil {
-			return 0, err
-		}
-		if err := add(out); err != nil {
-			return 0, err
-		}
-		in = out
 	}
 	return total, nil
 }

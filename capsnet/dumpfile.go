@@ -30,6 +30,9 @@ func DumpFiles(cfg *Config, weights, batch, out string) error {
 	if !okx || !oky {
 		return fmt.Errorf("%s: needs tensors x (B, C, H, W) and y (B)", batch)
 	}
+	if x.I8 != nil || y.I8 != nil {
+		return fmt.Errorf("%s: tensors x and y must be F32, not I8", batch)
+	}
 	in := p.Config.Input
 	if len(x.Shape) != 4 || x.Shape[1] != in[0] || x.Shape[2] != in[1] || x.Shape[3] != in[2] {
 		return fmt.Errorf("%s: x has shape %v, model %s takes (B, %d, %d, %d)", batch, x.Shape, p.Config.Name, in[0], in[1], in[2])

@@ -26,7 +26,91 @@ type Param struct {
 	// Sabour's fixed zero prior and the unused prior of uniform routing. The
 	// optimizer skips them and their gradient stays zero.
 	Trainable bool
-	kind      paramKind
+	// Role says what the tensor is in the model (a convolution's weight, a
+	// votes matrix, ...).
+	Role ParamRole
+	kind paramKind
+}
+
+// ParamRole says what a parameter is in the model.
+type ParamRole int
+
+// The roles of the parameters: Params.List holds, in this order, each
+// convolution's weight (PyTorch (out, in, kh, kw), in = 1 for a depthwise
+// one) and bias, each capsule layer's votes matrix W (n_out, n_in, d_out,
+// d_in) and prior b (n_in, n_out), and each decoder layer's weight (out,
+// in) and bias.
+const (
+	RoleConvWeight ParamRole = iota
+	RoleConvBias
+	RoleVotes
+	RolePrior
+	RoleFCWeight
+	RoleFCBias
+)
+
+// kind is the layout conversion of a role's tensors.
+func (r ParamRole) kind() paramKind {
+	switch r {
+	case RoleVotes:
+		return votesW
+	case RolePrior:
+		return prior
+	}
+	return plain
+}
+
+// ParamSpec is one parameter as a config declares it, before anything is
+// allocated: its PyTorch name and shape, its role and the index of its
+// layer within its kind (Convs, Caps or the decoder's layers).
+type ParamSpec struct {
+	Name       string
+	TorchShape []int
+	Role       ParamRole
+	Layer      int
+}
+
+// ParamSpecs returns the parameters NewParams declares for the config, in
+// the order of Params.List, computed from the checked Geometry without
+// allocating them: a reader checks a file's tensors against them before
+// reading its data.
+func (c Config) ParamSpecs() ([]ParamSpec, error) {
+	geo, err := c.Geometry()
+	if err != nil {
+		return nil, err
+	}
+	return c.paramSpecs(geo)
+}
+
+func (c Config) paramSpecs(geo Geometry) ([]ParamSpec, error) {
+	var specs []ParamSpec
+	add := func(name string, role ParamRole, layer int, torch ...int) {
+		specs = append(specs, ParamSpec{Name: name, TorchShape: torch, Role: role, Layer: layer})
+	}
+	for k, cv := range c.Convs {
+		in := geo.ConvIn[k][0]
+		if cv.Depthwise {
+			in = 1
+		}
+		add(cv.Name+".weight", RoleConvWeight, k, cv.Out, in, geo.Kernel[k], geo.Kernel[k])
+		add(cv.Name+".bias", RoleConvBias, k, cv.Out)
+	}
+	for l, cc := range c.Caps {
+		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
+		add(cc.Name+".W", RoleVotes, l, cc.Out, nIn, cc.Dim, dIn)
+		add(cc.Name+".b", RolePrior, l, nIn, cc.Out)
+	}
+	if len(c.Caps) == 0 {
+		return nil, fmt.Errorf("model %s: no capsule layer", c.Name)
+	}
+	in := c.Classes * c.Caps[len(c.Caps)-1].Dim
+	sizes := append(append([]int(nil), c.Decoder...), geo.Pixels)
+	for i, out := range sizes {
+		add(fmt.Sprintf("dec.fc%d.weight", i+1), RoleFCWeight, i, out, in)
+		add(fmt.Sprintf("dec.fc%d.bias", i+1), RoleFCBias, i, out)
+		in = out
+	}
+	return specs, nil
 }
 
 // Params holds every parameter of a model in one arena, shared read-only by
@@ -51,35 +135,22 @@ func NewParams(cfg Config) (*Params, error) {
 	if err := cfg.checkParamMemory(); err != nil {
 		return nil, err
 	}
+	specs, err := cfg.paramSpecs(geo)
+	if err != nil {
+		return nil, err
+	}
 	p := &Params{Config: cfg, Geo: geo, Arena: graph.NewArena(), byName: map[string]*Param{}}
-	add := func(name string, kind paramKind, torch ...int) *Param {
-		q := &Param{Name: name, TorchShape: torch, kind: kind, Trainable: true}
-		q.Buf = p.Arena.Alloc(name, graph.Param, torch...)
-		p.List = append(p.List, q)
-		p.byName[name] = q
-		return q
-	}
-	for k, cv := range cfg.Convs {
-		in := geo.ConvIn[k][0]
-		if cv.Depthwise {
-			in = 1
+	for _, sp := range specs {
+		q := &Param{Name: sp.Name, TorchShape: sp.TorchShape, Role: sp.Role, kind: sp.Role.kind(), Trainable: true}
+		if sp.Role == RolePrior {
+			// The reference model always has NAME.b (n_in, n_out); only a
+			// learned prior under rba routing is trained.
+			cc := cfg.Caps[sp.Layer]
+			q.Trainable = cc.LearnPrior && cc.Routing == "rba"
 		}
-		add(cv.Name+".weight", plain, cv.Out, in, geo.Kernel[k], geo.Kernel[k])
-		add(cv.Name+".bias", plain, cv.Out)
-	}
-	for l, cc := range cfg.Caps {
-		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
-		add(cc.Name+".W", votesW, cc.Out, nIn, cc.Dim, dIn)
-		// The reference model always has NAME.b (n_in, n_out); only a learned
-		// prior under rba routing is trained.
-		add(cc.Name+".b", prior, nIn, cc.Out).Trainable = cc.LearnPrior && cc.Routing == "rba"
-	}
-	in := cfg.Classes * cfg.Caps[len(cfg.Caps)-1].Dim
-	sizes := append(append([]int(nil), cfg.Decoder...), geo.Pixels)
-	for i, out := range sizes {
-		add(fmt.Sprintf("dec.fc%d.weight", i+1), plain, out, in)
-		add(fmt.Sprintf("dec.fc%d.bias", i+1), plain, out)
-		in = out
+		q.Buf = p.Arena.Alloc(sp.Name, graph.Param, sp.TorchShape...)
+		p.List = append(p.List, q)
+		p.byName[sp.Name] = q
 	}
 	// The arena aligns every buffer: check its exact size too.
 	p.Arena.SetSizeCheck(func(bytes int64) error { return checkBytes(cfg.Name, "parameters", bytes) })

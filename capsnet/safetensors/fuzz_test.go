@@ -16,7 +16,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	var b bytes.Buffer
 	if err := Encode(&b, map[string]Tensor{"w": {Shape: []int{2, 3}, Data: []float32{1, 2, 3, 4, 5, 6}}, "s": {Data: []float32{7}},
-		"e": {Shape: []int{0}, Data: []float32{}}}, map[string]string{"format": "capstan/1", "config": "{}"}); err != nil {
+		"e": {Shape: []int{0}, Data: []float32{}}, "q": {Shape: []int{3}, I8: []int8{-128, 0, 127}}, "qe": {Shape: []int{0}, I8: []int8{}}}, map[string]string{"format": "capstan/1", "config": "{}"}); err != nil {
 		f.Fatal(err)
 	}
 	valid := b.Bytes()
@@ -36,6 +36,9 @@ func FuzzDecode(f *testing.F) {
 		`{"a":{"dtype":"F32","shape":[268435456],"data_offsets":[0,1073741824]}}`,
 		`{"a":{"dtype":"F32","shape":[65536,65536,65536],"data_offsets":[0,8]}}`,
 		`{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`,
+		`{"a":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}}`,
+		`{"a":{"dtype":"I8","shape":[3],"data_offsets":[0,3]},"b":{"dtype":"F32","shape":[1],"data_offsets":[3,7]}}`,
+		`{"a":{"dtype":"I8","shape":[1073741824],"data_offsets":[0,1073741824]}}`,
 		`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`,
 		`{"__metadata__":{"a":1}}`,
 		`{"__metadata__":null,"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}`,
@@ -55,7 +58,7 @@ func FuzzDecode(f *testing.F) {
 		runtime.ReadMemStats(&after)
 		// Bound: the header is held once as bytes and decoded by
 		// encoding/json (a few times its size), tensor data is at most the
-		// input's size as float32s (twice that while a slice grows), plus the
+		// input's size as float32s (or int8s; twice that while a slice grows), plus the
 		// 64 KiB read chunk; 64 bytes per input byte and a 64 MiB constant
 		// cover both reads with a wide margin, while a declared size (up to
 		// MaxTensorBytes, 1 GiB) allocated up front would exceed it.
@@ -77,6 +80,11 @@ func FuzzDecode(f *testing.F) {
 			again, err := Decode(bytes.NewReader(out.Bytes()), int64(out.Len()))
 			if err != nil || len(again.Tensors) != len(exact.Tensors) {
 				t.Fatalf("re-encoded file: %v", err)
+			}
+			for name, want := range exact.Tensors {
+				if got := again.Tensors[name]; got.DType() != want.DType() || got.Len() != want.Len() {
+					t.Fatalf("tensor %q: re-encoded as %s of %d values, was %s of %d", name, got.DType(), got.Len(), want.DType(), want.Len())
+				}
 			}
 		}
 	})

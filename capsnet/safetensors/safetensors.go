@@ -13,11 +13,34 @@ import (
 	"sort"
 )
 
-// Tensor is one named float32 tensor of a safetensors file, in row-major
-// order with its PyTorch shape.
+// Tensor is one named tensor of a safetensors file, in row-major order
+// with its PyTorch shape: an F32 tensor (Data, I8 nil) or an I8 tensor (I8
+// non-nil, Data nil). Read and Decode fill exactly one of the two (an
+// empty tensor gets an empty, non-nil slice); Encode writes I8 when I8 is
+// non-nil and F32 otherwise, and refuses a tensor with both.
 type Tensor struct {
 	Shape []int
 	Data  []float32
+	// I8 holds the values of an I8 tensor (int8 quantized weights, see
+	// package quant); nil for an F32 tensor.
+	I8 []int8
+}
+
+// DType returns the tensor's safetensors dtype: "I8" when I8 is non-nil,
+// else "F32".
+func (t Tensor) DType() string {
+	if t.I8 != nil {
+		return "I8"
+	}
+	return "F32"
+}
+
+// Len returns the number of values the tensor holds (of its dtype).
+func (t Tensor) Len() int {
+	if t.I8 != nil {
+		return len(t.I8)
+	}
+	return len(t.Data)
 }
 
 // NumElements returns the product of the shape (1 for a scalar).
@@ -76,7 +99,7 @@ func gib(b int64) string {
 }
 
 // dtypeSize is the element size of every dtype of the format; Read decodes
-// F32 only and names the others as unsupported.
+// F32 and I8 only and names the others as unsupported.
 var dtypeSize = map[string]int{
 	"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1,
 	"I16": 2, "U16": 2, "F16": 2, "BF16": 2,
@@ -91,7 +114,7 @@ type entry struct {
 }
 
 // Read reads and validates a safetensors file: the header length and JSON,
-// every entry's dtype (F32 only is decoded), shape and data_offsets, checked
+// every entry's dtype (F32 and I8 are decoded), shape and data_offsets, checked
 // against the file's size and the limits (MaxFileBytes, MaxTensorBytes,
 // MaxTensors, MaxDims) before any data is read; the data section must be
 // covered exactly, without holes, overlaps or trailing bytes, as the format
@@ -130,45 +153,46 @@ type span struct {
 	count int
 }
 
-// decode is Read and Decode; exact says size is the stream's true size
-// (from Stat), so each tensor's slice can be allocated at once.
-func decode(r io.Reader, size int64, exact bool) (*File, error) {
+// decodeHeader reads the header of a stream of size bytes and checks it
+// and the layout of the data section against size and the limits; it
+// returns the metadata and the tensors' spans in the order of their data.
+func decodeHeader(r io.Reader, size int64, exact bool) (map[string]string, []span, error) {
 	if size < 0 {
-		return nil, fmt.Errorf("negative size %d", size)
+		return nil, nil, fmt.Errorf("negative size %d", size)
 	}
 	if size > MaxFileBytes {
-		return nil, fmt.Errorf("file of %s, more than the limit of %s (safetensors.MaxFileBytes; raise it to read larger files)", gib(size), gib(MaxFileBytes))
+		return nil, nil, fmt.Errorf("file of %s, more than the limit of %s (safetensors.MaxFileBytes; raise it to read larger files)", gib(size), gib(MaxFileBytes))
 	}
 	var lenBuf [8]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
-		return nil, fmt.Errorf("not a safetensors file: truncated before the 8-byte header length")
+		return nil, nil, fmt.Errorf("not a safetensors file: truncated before the 8-byte header length")
 	}
 	hlen := binary.LittleEndian.Uint64(lenBuf[:])
 	if hlen < 2 || hlen > MaxHeader {
-		return nil, fmt.Errorf("not a safetensors file: header length %d out of range", hlen)
+		return nil, nil, fmt.Errorf("not a safetensors file: header length %d out of range", hlen)
 	}
 	if int64(hlen) > size-8 {
-		return nil, fmt.Errorf("truncated: header of %d bytes, file of %d", hlen, size)
+		return nil, nil, fmt.Errorf("truncated: header of %d bytes, file of %d", hlen, size)
 	}
 	var hdr []byte
 	if exact {
 		hdr = make([]byte, hlen)
 		if _, err := io.ReadFull(r, hdr); err != nil {
-			return nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
+			return nil, nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
 		}
 	} else {
 		// Grows with what arrives: hlen may be up to MaxHeader in a short
 		// stream.
 		b, err := io.ReadAll(io.LimitReader(r, int64(hlen)))
 		if err != nil || uint64(len(b)) != hlen {
-			return nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
+			return nil, nil, fmt.Errorf("truncated: header of %d bytes incomplete", hlen)
 		}
 		hdr = b
 	}
-	out := &File{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
+	out := &File{Metadata: map[string]string{}}
 	spans, err := parseHeader(hdr, out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Slice(spans, func(a, b int) bool {
 		if spans[a].e.Offsets[0] != spans[b].e.Offsets[0] {
@@ -182,48 +206,143 @@ func decode(r io.Reader, size int64, exact bool) (*File, error) {
 	for _, s := range spans {
 		switch {
 		case s.e.Offsets[0] < pos:
-			return nil, fmt.Errorf("tensor %q: data_offsets %v overlap the previous tensor (which ends at %d)", s.name, s.e.Offsets, pos)
+			return nil, nil, fmt.Errorf("tensor %q: data_offsets %v overlap the previous tensor (which ends at %d)", s.name, s.e.Offsets, pos)
 		case s.e.Offsets[0] > pos:
-			return nil, fmt.Errorf("tensor %q: hole in the data before offset %d (previous tensor ends at %d)", s.name, s.e.Offsets[0], pos)
+			return nil, nil, fmt.Errorf("tensor %q: hole in the data before offset %d (previous tensor ends at %d)", s.name, s.e.Offsets[0], pos)
 		case s.e.Offsets[1] > dataSize:
-			return nil, fmt.Errorf("tensor %q: truncated: data_offsets %v beyond the %d data bytes of the file", s.name, s.e.Offsets, dataSize)
+			return nil, nil, fmt.Errorf("tensor %q: truncated: data_offsets %v beyond the %d data bytes of the file", s.name, s.e.Offsets, dataSize)
 		}
 		pos = s.e.Offsets[1]
 	}
 	if pos != dataSize {
-		return nil, fmt.Errorf("%d bytes after the last tensor's data (tensors end at %d of %d data bytes)", dataSize-pos, pos, dataSize)
+		return nil, nil, fmt.Errorf("%d bytes after the last tensor's data (tensors end at %d of %d data bytes)", dataSize-pos, pos, dataSize)
 	}
+	return out.Metadata, spans, nil
+}
+
+// Info is one tensor's header entry, checked: its dtype ("F32" or "I8")
+// and shape.
+type Info struct {
+	DType string
+	Shape []int
+}
+
+// Header is the header of a safetensors file, checked as Read checks it,
+// without the tensors' data: each tensor's dtype and shape by name, and the
+// metadata (never nil).
+type Header struct {
+	Tensors  map[string]Info
+	Metadata map[string]string
+}
+
+// ReadHeader reads and validates the header of a safetensors file with
+// every check of Read that needs no tensor data (limits, dtypes, shapes,
+// data_offsets against the file's size, exact coverage of the data
+// section), and reads no data: a caller checks the tensors it expects
+// before Read allocates them.
+func ReadHeader(path string) (*Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	meta, spans, err := decodeHeader(f, st.Size(), true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	h := &Header{Tensors: make(map[string]Info, len(spans)), Metadata: meta}
+	for _, s := range spans {
+		h.Tensors[s.name] = Info{DType: s.e.DType, Shape: append([]int{}, s.e.Shape...)}
+	}
+	return h, nil
+}
+
+// decode is Read and Decode; exact says size is the stream's true size
+// (from Stat), so each tensor's slice can be allocated at once.
+func decode(r io.Reader, size int64, exact bool) (*File, error) {
+	meta, spans, err := decodeHeader(r, size, exact)
+	if err != nil {
+		return nil, err
+	}
+	out := &File{Tensors: make(map[string]Tensor, len(spans)), Metadata: meta}
 	var chunk []byte
 	for _, s := range spans {
-		var data []float32
-		if exact {
-			data = make([]float32, 0, s.count)
+		if chunk == nil && s.count > 0 {
+			chunk = make([]byte, readChunk)
 		}
-		for len(data) < s.count {
-			k := min(s.count-len(data), readChunk/4)
-			if chunk == nil {
-				chunk = make([]byte, readChunk)
-			}
-			if _, err := io.ReadFull(r, chunk[:4*k]); err != nil {
-				return nil, fmt.Errorf("tensor %q: truncated data (file ends inside it)", s.name)
-			}
-			if cap(data)-len(data) < k {
-				// Geometric growth, capped at the tensor's size: memory
-				// follows the bytes read.
-				grown := make([]float32, len(data), min(s.count, max(2*cap(data), len(data)+k)))
-				copy(grown, data)
-				data = grown
-			}
-			for i := range k {
-				data = append(data, math.Float32frombits(binary.LittleEndian.Uint32(chunk[4*i:])))
-			}
+		var t Tensor
+		var err error
+		if s.e.DType == "I8" {
+			t.I8, err = readI8(r, s.count, exact, chunk)
+		} else {
+			t.Data, err = readF32(r, s.count, exact, chunk)
 		}
-		if data == nil {
-			data = []float32{}
+		if err != nil {
+			return nil, fmt.Errorf("tensor %q: %w", s.name, err)
 		}
-		out.Tensors[s.name] = Tensor{Shape: append([]int{}, s.e.Shape...), Data: data}
+		t.Shape = append([]int{}, s.e.Shape...)
+		out.Tensors[s.name] = t
 	}
 	return out, nil
+}
+
+// errTruncatedData is the error of a stream that ends inside a tensor.
+var errTruncatedData = errors.New("truncated data (file ends inside it)")
+
+// readF32 reads count little-endian float32 values from r through chunk
+// (readChunk bytes). With exact the slice is allocated whole; otherwise it
+// grows geometrically, capped at count, with the bytes that actually
+// arrive, so memory follows the bytes read.
+func readF32(r io.Reader, count int, exact bool, chunk []byte) ([]float32, error) {
+	data := []float32{}
+	if exact {
+		data = make([]float32, 0, count)
+	}
+	for len(data) < count {
+		k := min(count-len(data), readChunk/4)
+		if _, err := io.ReadFull(r, chunk[:4*k]); err != nil {
+			return nil, errTruncatedData
+		}
+		data = grow(data, count, k)
+		for i := range k {
+			data = append(data, math.Float32frombits(binary.LittleEndian.Uint32(chunk[4*i:])))
+		}
+	}
+	return data, nil
+}
+
+// readI8 is readF32 for int8 values.
+func readI8(r io.Reader, count int, exact bool, chunk []byte) ([]int8, error) {
+	data := []int8{}
+	if exact {
+		data = make([]int8, 0, count)
+	}
+	for len(data) < count {
+		k := min(count-len(data), readChunk)
+		if _, err := io.ReadFull(r, chunk[:k]); err != nil {
+			return nil, errTruncatedData
+		}
+		data = grow(data, count, k)
+		for _, b := range chunk[:k] {
+			data = append(data, int8(b))
+		}
+	}
+	return data, nil
+}
+
+// grow returns data with room for k more values: geometric growth, capped
+// at count.
+func grow[T any](data []T, count, k int) []T {
+	if cap(data)-len(data) >= k {
+		return data
+	}
+	grown := make([]T, len(data), min(count, max(2*cap(data), len(data)+k)))
+	copy(grown, data)
+	return grown
 }
 
 // parseHeader decodes the JSON header entry by entry (so that the limits
@@ -312,8 +431,8 @@ func checkEntry(name string, e entry) (span, error) {
 	if nb != e.Offsets[1]-e.Offsets[0] {
 		return span{}, fmt.Errorf("tensor %q: shape %v of %s needs %d bytes, data_offsets give %d", name, e.Shape, e.DType, nb, e.Offsets[1]-e.Offsets[0])
 	}
-	if e.DType != "F32" {
-		return span{}, fmt.Errorf("tensor %q: dtype %s not supported (F32 only)", name, e.DType)
+	if e.DType != "F32" && e.DType != "I8" {
+		return span{}, fmt.Errorf("tensor %q: dtype %s not supported (F32 and I8 only)", name, e.DType)
 	}
 	if n > math.MaxInt {
 		return span{}, fmt.Errorf("tensor %q: shape %v too large for this platform", name, e.Shape)
@@ -321,16 +440,18 @@ func checkEntry(name string, e entry) (span, error) {
 	return span{name, e, int(n)}, nil
 }
 
-// Write writes tensors (sorted by name, F32) and metadata to path
+// Write writes tensors (sorted by name, F32 or I8) and metadata to path
 // atomically (see WriteAtomic): path is never left half-written, and a
 // full disk leaves the old file intact and returns an error.
 func Write(path string, tensors map[string]Tensor, metadata map[string]string) error {
 	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, tensors, metadata) })
 }
 
-// Encode writes tensors (sorted by name, F32) and metadata to w in the
-// safetensors format; the header is padded with spaces to a multiple of 8
-// bytes. A tensor whose shape does not match its data is an error.
+// Encode writes tensors (sorted by name) and metadata to w in the
+// safetensors format: a tensor is I8 when its I8 field is non-nil, F32
+// otherwise; the header is padded with spaces to a multiple of 8 bytes. A
+// tensor whose shape does not match its data, or with both Data and I8, is
+// an error.
 func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) error {
 	names := make([]string, 0, len(tensors))
 	for n := range tensors {
@@ -347,15 +468,19 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 			return fmt.Errorf("tensor name %q is reserved", n)
 		}
 		t := tensors[n]
-		if NumElements(t.Shape) != len(t.Data) {
-			return fmt.Errorf("tensor %q: shape %v does not match %d values", n, t.Shape, len(t.Data))
+		if t.I8 != nil && t.Data != nil {
+			return fmt.Errorf("tensor %q: holds both F32 and I8 values", n)
+		}
+		if NumElements(t.Shape) != t.Len() {
+			return fmt.Errorf("tensor %q: shape %v does not match %d values", n, t.Shape, t.Len())
 		}
 		shape := t.Shape
 		if shape == nil {
 			shape = []int{}
 		}
-		end := off + int64(len(t.Data))*4
-		hdr[n] = entry{DType: "F32", Shape: shape, Offsets: []int64{off, end}}
+		dt := t.DType()
+		end := off + int64(t.Len())*int64(dtypeSize[dt])
+		hdr[n] = entry{DType: dt, Shape: shape, Offsets: []int64{off, end}}
 		off = end
 	}
 	hb, err := json.Marshal(hdr)
@@ -374,14 +499,25 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 		return err
 	}
 	buf := make([]byte, 0, 1<<16)
+	flush := func() error {
+		if len(buf) < cap(buf)-4 {
+			return nil
+		}
+		_, err := w.Write(buf)
+		buf = buf[:0]
+		return err
+	}
 	for _, n := range names {
 		for _, v := range tensors[n].Data {
 			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-			if len(buf) == cap(buf) {
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-				buf = buf[:0]
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		for _, v := range tensors[n].I8 {
+			buf = append(buf, byte(v))
+			if err := flush(); err != nil {
+				return err
 			}
 		}
 	}

@@ -105,6 +105,10 @@ func TestReadRejectsBadFiles(t *testing.T) {
 		{"huge", []byte("\xff\xff\xff\xff\xff\xff\xff\xff"), "header length"},
 		{"zero", []byte("\x00\x00\x00\x00\x00\x00\x00\x00"), "header length"},
 		{"dtype", file(`{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}}`, d8), "F16 not supported"},
+		{"dtype-i16", file(`{"a":{"dtype":"I16","shape":[4],"data_offsets":[0,8]}}`, d8), "I16 not supported"},
+		{"i8-size", file(`{"a":{"dtype":"I8","shape":[2,3],"data_offsets":[0,8]}}`, d8), "needs 6 bytes"},
+		{"i8-trunc", file(`{"a":{"dtype":"I8","shape":[16],"data_offsets":[0,16]}}`, d8), "beyond the 8 data bytes"},
+		{"i8-huge", file(`{"a":{"dtype":"I8","shape":[65536,65536,65536],"data_offsets":[0,8]}}`, d8), "safetensors.MaxTensorBytes"},
 		{"unknown-dtype", file(`{"a":{"dtype":"Q3","shape":[2],"data_offsets":[0,8]}}`, d8), "unknown dtype"},
 		{"shape-size", file(`{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}`, d8), "needs 12 bytes"},
 		{"negative-shape", file(`{"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}}`, d8), "bad shape"},
@@ -275,5 +279,106 @@ func TestEncodeErrors(t *testing.T) {
 	}
 	if err := Encode(&b, map[string]Tensor{"a": {Shape: []int{2, 2}, Data: []float32{1}}}, nil); err == nil || !strings.Contains(err.Error(), `"a"`) {
 		t.Errorf("shape mismatch: %v", err)
+	}
+}
+
+// TestI8: I8 tensors round-trip beside F32 ones through Write, Read, Decode
+// and ReadHeader (values, shapes, dtypes, including -128, 127, an empty
+// and a scalar I8 tensor), their size counts one byte per value against
+// MaxTensorBytes, and Encode refuses a tensor with both kinds of values or
+// an I8 shape that does not match.
+func TestI8(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.safetensors")
+	ts := map[string]Tensor{
+		"w":       {Shape: []int{2, 3}, I8: []int8{-128, -1, 0, 1, 127, 5}},
+		"w.scale": {Shape: []int{2}, Data: []float32{0.5, 0.25}},
+		"s":       {I8: []int8{-7}},
+		"e":       {Shape: []int{0, 3}, I8: []int8{}},
+		"odd":     {Shape: []int{5}, I8: []int8{1, 2, 3, 4, 5}}, // leaves the next tensor unaligned
+		"z":       {Shape: []int{1}, Data: []float32{3}},
+	}
+	if err := Write(path, ts, map[string]string{"format": "test/1"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Decode(bytes.NewReader(raw), int64(len(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ReadHeader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range ts {
+		for _, got := range []Tensor{f.Tensors[name], g.Tensors[name]} {
+			if got.DType() != want.DType() || !slices.Equal(got.I8, want.I8) || !slices.Equal(got.Data, want.Data) || NumElements(got.Shape) != want.Len() {
+				t.Errorf("%s: read %+v, wrote %+v", name, got, want)
+			}
+			if want.I8 != nil && (got.I8 == nil || got.Data != nil) {
+				t.Errorf("%s: I8 tensor read as %+v", name, got)
+			}
+		}
+		if hi := h.Tensors[name]; hi.DType != want.DType() || NumElements(hi.Shape) != want.Len() {
+			t.Errorf("%s: header %+v, wrote %+v", name, hi, want)
+		}
+	}
+	if len(h.Tensors) != len(ts) || h.Metadata["format"] != "test/1" {
+		t.Errorf("header: %d tensors, metadata %v", len(h.Tensors), h.Metadata)
+	}
+	// One byte per value: a 64-value I8 tensor passes a limit of 100
+	// bytes that its F32 twin exceeds.
+	prev := MaxTensorBytes
+	MaxTensorBytes = 100
+	small := filepath.Join(t.TempDir(), "small.safetensors")
+	err8 := Write(small, map[string]Tensor{"a": {Shape: []int{64}, I8: make([]int8, 64)}}, nil)
+	if err8 == nil {
+		_, err8 = Read(small)
+	}
+	err32 := Write(small, map[string]Tensor{"a": {Shape: []int{64}, Data: make([]float32, 64)}}, nil)
+	if err32 == nil {
+		_, err32 = ReadHeader(small)
+	}
+	MaxTensorBytes = prev
+	if err8 != nil || err32 == nil || !strings.Contains(err32.Error(), "safetensors.MaxTensorBytes") {
+		t.Errorf("MaxTensorBytes 100: I8[64] gave %v, F32[64] gave %v", err8, err32)
+	}
+	var b bytes.Buffer
+	if err := Encode(&b, map[string]Tensor{"a": {Shape: []int{1}, Data: []float32{1}, I8: []int8{1}}}, nil); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf("tensor with both F32 and I8 values: %v", err)
+	}
+	if err := Encode(&b, map[string]Tensor{"a": {Shape: []int{3}, I8: []int8{1}}}, nil); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Errorf("I8 tensor of the wrong size: %v", err)
+	}
+}
+
+// TestReadHeaderRejectsBadFiles: ReadHeader refuses what Read refuses from
+// the header alone, naming the file and the tensor.
+func TestReadHeaderRejectsBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, raw := range map[string][]byte{
+		"trunc": file(`{"a":{"dtype":"I8","shape":[16],"data_offsets":[0,16]}}`, make([]byte, 8)),
+		"size":  file(`{"a":{"dtype":"I8","shape":[3],"data_offsets":[0,8]}}`, make([]byte, 8)),
+		"dtype": file(`{"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}}`, make([]byte, 8)),
+		"hole":  file(`{"a":{"dtype":"I8","shape":[4],"data_offsets":[4,8]}}`, make([]byte, 8)),
+		"trail": file(`{"a":{"dtype":"I8","shape":[4],"data_offsets":[0,4]}}`, make([]byte, 8)),
+	} {
+		path := filepath.Join(dir, name+".safetensors")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadHeader(path)
+		if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: ReadHeader error %v, want one line naming %s", name, err, path)
+		}
+		if name != "trail" && !strings.Contains(err.Error(), `tensor "a"`) {
+			t.Errorf("%s: error %v does not name the tensor", name, err)
+		}
 	}
 }
