@@ -155,7 +155,9 @@ cmd_test() {
 	if [ "$(go env GOARCH)" != arm64 ]; then
 		if ensure_qemu; then
 			say "go test under qemu-aarch64-static (GOARCH=arm64: neon and noasm)"
-			GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static ./...
+			# under qemu the tools' end-to-end tests run 20-30x slower than native (tools/train: 6 min
+			# here): room beyond the default 10 min per package for a slower CI machine
+			GOARCH=arm64 go test -count=1 -timeout 30m -exec qemu-aarch64-static ./...
 			GOARCH=arm64 go test -count=1 -tags noasm -exec qemu-aarch64-static ./kernels/
 			say "int8 kernels under qemu: default CPU (SDOT) and QEMU_CPU=cortex-a72 (no dot product: SMULL)"
 			for cpu in max cortex-a72; do
