@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unsafe"
 )
 
 // Kind classifies a buffer for the memory plan report.
@@ -42,8 +43,12 @@ type Buf struct {
 	Name  string
 	Kind  Kind
 	Shape []int
+	// DType is the element type: Float32 (Alloc), Int8 (AllocI8) or Int32
+	// (AllocI32).
+	DType DType
 	off   int
-	n     int
+	n     int // size in float32 slots (4 bytes)
+	elems int // element count
 	data  []float32
 	// Lifetime in the global step order of SealShared (first, last step
 	// that uses the buffer); pinned buffers live for the whole step.
@@ -51,16 +56,49 @@ type Buf struct {
 	pinned      bool
 }
 
-// Data returns the buffer's elements (nil before Seal).
+// DType is the element type of a buffer. Every buffer lives in the
+// arena's float32 memory; an int8 buffer of n elements takes ⌈n/4⌉ float
+// slots, an int32 buffer n, and each starts 64-byte aligned like any other.
+type DType int
+
+const (
+	// Float32 buffers are read with Data.
+	Float32 DType = iota
+	// Int8 buffers are read with I8.
+	Int8
+	// Int32 buffers are read with I32.
+	Int32
+)
+
+// Data returns the buffer's elements (nil before Seal, and for an absent
+// or an integer buffer).
 func (b *Buf) Data() []float32 {
-	if b == nil { // an absent buffer (e.g. a gradient in an inference graph)
+	if b == nil || b.DType != Float32 { // absent (e.g. a gradient in an inference graph), or integer
 		return nil
 	}
 	return b.data
 }
 
+// I8 returns an Int8 buffer's elements (nil before Seal, and for an absent
+// or a non-Int8 buffer).
+func (b *Buf) I8() []int8 {
+	if b == nil || b.DType != Int8 || len(b.data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int8)(unsafe.Pointer(&b.data[0])), b.elems)
+}
+
+// I32 returns an Int32 buffer's elements (nil before Seal, and for an
+// absent or a non-Int32 buffer).
+func (b *Buf) I32() []int32 {
+	if b == nil || b.DType != Int32 || len(b.data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b.data[0])), b.elems)
+}
+
 // Len is the number of elements.
-func (b *Buf) Len() int { return b.n }
+func (b *Buf) Len() int { return b.elems }
 
 // Arena owns one []float32 that holds every buffer allocated from it.
 type Arena struct {
@@ -87,7 +125,21 @@ func NewArena() *Arena { return &Arena{byName: map[string]*Buf{}} }
 // non-positive dimension, an Alloc after Seal) are reported by Seal, so a
 // model can declare everything and check once.
 func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
-	b := &Buf{Name: name, Kind: kind, Shape: append([]int(nil), shape...)}
+	return a.alloc(name, kind, Float32, shape)
+}
+
+// AllocI8 declares an int8 buffer of the given shape (see Alloc).
+func (a *Arena) AllocI8(name string, kind Kind, shape ...int) *Buf {
+	return a.alloc(name, kind, Int8, shape)
+}
+
+// AllocI32 declares an int32 buffer of the given shape (see Alloc).
+func (a *Arena) AllocI32(name string, kind Kind, shape ...int) *Buf {
+	return a.alloc(name, kind, Int32, shape)
+}
+
+func (a *Arena) alloc(name string, kind Kind, dt DType, shape []int) *Buf {
+	b := &Buf{Name: name, Kind: kind, DType: dt, Shape: append([]int(nil), shape...)}
 	n := 1
 	for _, s := range shape {
 		switch {
@@ -105,7 +157,12 @@ func (a *Arena) Alloc(name string, kind Kind, shape ...int) *Buf {
 			n *= s
 		}
 	}
-	b.n = n
+	b.elems = n
+	if dt == Int8 {
+		b.n = (n + 3) / 4
+	} else {
+		b.n = n
+	}
 	switch {
 	case a.sealed && a.err == nil:
 		a.err = fmt.Errorf("graph: buffer %q allocated after the arena was sealed", name)

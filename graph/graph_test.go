@@ -404,3 +404,58 @@ func TestSizeCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegerBuffers checks int8 and int32 buffers: their element counts,
+// typed views over their own memory only (an int8 buffer of n elements
+// takes ⌈n/4⌉ float slots), 64-byte alignment, and that the shared plan
+// keeps live integer buffers apart.
+func TestIntegerBuffers(t *testing.T) {
+	a := NewArena()
+	q := a.AllocI8("q", Activation, 3, 7) // 21 bytes: 6 slots
+	acc := a.AllocI32("acc", Scratch, 5)
+	f := a.Alloc("f", Activation, 9)
+	s := Schedule{{Name: "all", Run: func() error { return nil }, Writes: []*Buf{q, acc, f}}}
+	if err := a.SealShared(s); err != nil {
+		t.Fatal(err)
+	}
+	if q.Len() != 21 || len(q.I8()) != 21 || acc.Len() != 5 || len(acc.I32()) != 5 {
+		t.Fatalf("lengths: q %d/%d, acc %d/%d", q.Len(), len(q.I8()), acc.Len(), len(acc.I32()))
+	}
+	if q.Data() != nil || acc.Data() != nil || f.I8() != nil || f.I32() != nil || q.I32() != nil || acc.I8() != nil {
+		t.Fatal("a view of the wrong type is not nil")
+	}
+	if got := a.Plan().Bytes[Activation]; got != 4*(6+9) {
+		t.Errorf("activation bytes %d, want %d", got, 4*(6+9))
+	}
+	for _, b := range []*Buf{q, acc, f} {
+		if b.Offset()%16 != 0 {
+			t.Errorf("%s at offset %d: not 64-byte aligned", b.Name, b.Offset())
+		}
+	}
+	for i := range q.I8() {
+		q.I8()[i] = -1
+	}
+	for i := range acc.I32() {
+		acc.I32()[i] = -1
+	}
+	for i, v := range f.Data() {
+		if v != 0 {
+			t.Fatalf("f[%d] = %v after writing the integer buffers: they overlap", i, v)
+		}
+	}
+	// The int8 view ends at the buffer's last element, not at its slot.
+	if cap(q.I8()) < 21 || uintptrOf(q.I8()) != uintptrOf(q.data) {
+		t.Error("int8 view does not start at the buffer's memory")
+	}
+	var nilBuf *Buf
+	if nilBuf.I8() != nil || nilBuf.I32() != nil {
+		t.Error("absent buffer has a view")
+	}
+}
+
+func uintptrOf[T any](s []T) uintptr {
+	if len(s) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&s[0]))
+}
