@@ -552,18 +552,10 @@ func (n *Net) schedule() {
 // squashes every capsule.
 func (n *Net) primaryForward() error {
 	P := &n.prim
-	y := n.convs[len(n.convs)-1].y.Data()
-	s := P.s.Data()
-	N := P.maps * P.hw
-	for bi := 0; bi < n.Batch; bi++ {
-		for m := 0; m < P.maps; m++ {
-			for l := 0; l < P.d; l++ {
-				src := y[((bi*P.maps+m)*P.d+l)*P.hw:][:P.hw]
-				copy(s[(bi*P.d+l)*N+m*P.hw:][:P.hw], src)
-			}
-		}
+	if err := kernels.PrimaryCapsules(n.Batch, P.maps, P.d, P.hw, n.convs[len(n.convs)-1].y.Data(), P.s.Data()); err != nil {
+		return err
 	}
-	return kernels.SquashForward(P.kind, n.Batch, P.d, N, s, P.v.Data())
+	return kernels.SquashForward(P.kind, n.Batch, P.d, P.maps*P.hw, P.s.Data(), P.v.Data())
 }
 
 func (n *Net) primaryBackward() error {

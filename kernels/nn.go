@@ -604,3 +604,34 @@ func AdamStep(p AdamParams, t int, w, g, m, v []float32) error {
 	}
 	return nil
 }
+
+// PrimaryCapsules gathers the primary capsules of b samples from the last
+// convolution's output y (b, maps·d, hw), its channels read as maps groups
+// of d components, into the component-major s (b, d, maps·hw) that
+// SquashForward takes:
+//
+//	s[(k·d + l)·maps·hw + m·hw + p] = y[((k·maps + m)·d + l)·hw + p]
+//
+// It does not allocate and returns an error for a bad size or a short
+// slice.
+func PrimaryCapsules(b, maps, d, hw int, y, s []float32) error {
+	const fn = "PrimaryCapsules"
+	if err := nnDims(fn, b, maps, d, hw); err != nil {
+		return err
+	}
+	n := maps * hw
+	if err := nnLen(fn, "y", len(y), b*d*n); err != nil {
+		return err
+	}
+	if err := nnLen(fn, "s", len(s), b*d*n); err != nil {
+		return err
+	}
+	for k := range b {
+		for m := range maps {
+			for l := range d {
+				copy(s[(k*d+l)*n+m*hw:][:hw], y[((k*maps+m)*d+l)*hw:][:hw])
+			}
+		}
+	}
+	return nil
+}

@@ -625,3 +625,29 @@ func TestNNAllocs(t *testing.T) {
 		}
 	}
 }
+
+func TestPrimaryCapsules(t *testing.T) {
+	b, maps, d, hw := 2, 3, 4, 5
+	y := make([]float32, b*maps*d*hw)
+	for i := range y {
+		y[i] = float32(i)
+	}
+	s := make([]float32, len(y))
+	if err := PrimaryCapsules(b, maps, d, hw, y, s); err != nil {
+		t.Fatal(err)
+	}
+	for k := range b {
+		for m := range maps {
+			for l := range d {
+				for p := range hw {
+					if got, want := s[(k*d+l)*maps*hw+m*hw+p], y[((k*maps+m)*d+l)*hw+p]; got != want {
+						t.Fatalf("s[%d,%d,%d,%d] = %v, want %v", k, l, m, p, got, want)
+					}
+				}
+			}
+		}
+	}
+	if PrimaryCapsules(b, maps, d, hw, y[:len(y)-1], s) == nil || PrimaryCapsules(b, maps, d, hw, y, s[:3]) == nil || PrimaryCapsules(-1, maps, d, hw, y, s) == nil {
+		t.Error("a short slice or a negative size is not an error")
+	}
+}
