@@ -4,7 +4,10 @@
 #   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
 #                      forced AVX2 on AVX-512 machines, every fuzz target for 100000 executions,
 #                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium
-#   ./build.sh cross   cross-compile for linux/arm64 into bin/linux-arm64/
+#   ./build.sh cross   go build ./... for linux/arm64, then static (no cgo), stripped, -trimpath
+#                      linux/arm64 binaries of tools/infer, tools/quantize and tools/train in
+#                      bin/linux-arm64/ (emptied first; git ignores bin/), each one's size printed,
+#                      a missing tool named and skipped
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
 #                      (BENCH=regexp COUNT=n, default 6, BENCHTIME=d PKG=./kernels/ to narrow)
 #   ./build.sh benchcmp OLD [NEW]
@@ -218,15 +221,38 @@ cmd_fuzz() {
 	run_fuzz "${FUZZTIME:-5m}" "${FUZZ:-.}"
 }
 
+# CROSS_TOOLS are the commands ./build.sh cross ships for an arm64 board.
+CROSS_TOOLS="infer quantize train"
+
+# cmd_cross checks that the whole module builds for linux/arm64, then
+# builds the CROSS_TOOLS that exist into bin/linux-arm64/ (emptied first,
+# so that it holds exactly this run's binaries): static (no cgo), stripped
+# (-s -w), -trimpath; prints each one's size and names the tools missing.
 cmd_cross() {
 	need_go
 	say "GOOS=linux GOARCH=arm64 go build ./..."
 	GOOS=linux GOARCH=arm64 go build ./...
-	if [ -d tools ] && ls tools/*/ >/dev/null 2>&1; then
-		mkdir -p bin/linux-arm64
-		GOOS=linux GOARCH=arm64 go build -o bin/linux-arm64/ ./tools/...
-		say "arm64 binaries in bin/linux-arm64/"
+	local out=bin/linux-arm64 t size built=0 missing=()
+	rm -rf "$out"
+	mkdir -p "$out"
+	say "linux/arm64 binaries into $out/ (CGO_ENABLED=0, -trimpath, -ldflags='-s -w')"
+	for t in $CROSS_TOOLS; do
+		if ! compgen -G "tools/$t/*.go" >/dev/null; then
+			missing+=("$t")
+			continue
+		fi
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -ldflags='-s -w' -o "$out/$t" "./tools/$t"
+		size=$(wc -c <"$out/$t")
+		printf '   %-10s %10d bytes  %6.2f MiB\n' "$t" "$size" "$(awk -v n="$size" 'BEGIN { print n / 1048576 }')"
+		built=$((built + 1))
+	done
+	[ "$built" -gt 0 ] || die "none of the tools $CROSS_TOOLS exists under tools/"
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "MISSING (not built, no tools/NAME/ package yet): ${missing[*]}"
 	fi
+	local how=
+	[ ! -f docs/deploy-arm64.md ] || how=" (docs/deploy-arm64.md)"
+	say "$built arm64 binaries in $out/: copy them to the board$how"
 }
 
 cmd_bench() {

@@ -193,7 +193,7 @@ func run(args []string) error {
 	}
 	last := res.Epochs[len(res.Epochs)-1]
 	fmt.Printf("done: validation accuracy %.2f%% (%s), test accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, splits.Val.Name, 100*last.TestAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
-	fmt.Printf("evaluate it: go run ./tools/infer -checkpoint %s -data %s\n", res.Checkpoint, *dataName)
+	fmt.Printf("evaluate it: %s -checkpoint %s -data %s\n", cli.Invocation("infer"), cli.ShellQuote(res.Checkpoint), *dataName)
 	return nil
 }
 
@@ -321,12 +321,7 @@ func applyPlan(fs *flag.FlagSet, given map[string]bool, ck *capsnet.Checkpoint) 
 func commandLine(args []string) string {
 	q := []string{"train"}
 	for _, a := range args {
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		q = append(q, a)
+		q = append(q, cli.ShellQuote(a))
 	}
 	return strings.Join(q, " ")
 }

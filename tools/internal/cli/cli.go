@@ -5,7 +5,9 @@
 // range, an extra argument) is a UsageError, printed once and exit status 2
 // as Go's flag package does; any other error exits 1; a run stopped by a
 // signal after saving its work exits 128 + the signal's number (130 for
-// Ctrl-C, 143 for SIGTERM), as a shell reports a process killed by it.
+// Ctrl-C, 143 for SIGTERM), as a shell reports a process killed by it. A
+// hint naming another command says how to run it as the running one was
+// run: go run ./tools/NAME, or the sibling binary (Invocation).
 package cli
 
 import (

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Invocation is how a hint printed by the running command names another
+// Capstan command, tool (its directory under tools/, e.g. "infer"), so
+// that the user can paste it back into a shell:
+//
+//   - "go run ./tools/TOOL" when the running executable was built by go
+//     run, which is the case when os.Executable's path holds "/go-build":
+//     go run's first run executes $TMPDIR/go-buildNNN/b001/exe/TOOL and,
+//     since Go 1.24, later ones the copy it cached in the build cache,
+//     whose default is $XDG_CACHE_HOME/go-build; a build cache elsewhere
+//     counts when $GOCACHE names it in the environment;
+//   - otherwise the sibling binary: os.Args[0] with its last element
+//     replaced by TOOL when os.Args[0] has a directory part
+//     ("bin/linux-arm64/train" → "bin/linux-arm64/infer", "./train" →
+//     "./infer"), else TOOL alone, found on PATH as the running one was.
+//
+// The binary's path is shell-quoted (ShellQuote) when it needs it.
+func Invocation(tool string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "" // unknown: argv0 decides
+	}
+	return invocation(tool, exe, os.Args[0], os.Getenv("GOCACHE"))
+}
+
+// invocation is Invocation for the executable path exe (os.Executable,
+// "" if unknown), argv0 (os.Args[0]) and gocache ($GOCACHE, "" if unset).
+func invocation(tool, exe, argv0, gocache string) string {
+	if isGoRun(exe, gocache) {
+		return "go run ./tools/" + tool
+	}
+	if i := strings.LastIndexAny(argv0, "/"+string(filepath.Separator)); i >= 0 {
+		return ShellQuote(argv0[:i+1] + tool)
+	}
+	return ShellQuote(tool)
+}
+
+// isGoRun reports whether exe is a go run build: its path holds
+// "/go-build" (go run's temporary directory, or the default build cache),
+// or it lies under gocache when that is an absolute path.
+func isGoRun(exe, gocache string) bool {
+	if exe == "" {
+		return false
+	}
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return true
+	}
+	if gocache == "" || gocache == "off" || !filepath.IsAbs(gocache) {
+		return false
+	}
+	rel, err := filepath.Rel(gocache, exe)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// ShellQuote returns s as a POSIX shell reads it back as one word: s itself
+// when it holds only letters, digits and -_./=:,+@%, else s in single
+// quotes, each single quote in s closing the quotes, escaped, and
+// reopening them:
+//
+//	it's → 'it'\''s'
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
