@@ -6,6 +6,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/quant"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -14,9 +15,12 @@ import (
 // depend on the thread count. After the first batch nothing allocates. An
 // Evaluator is not safe for concurrent use; Close stops its goroutines.
 type Evaluator struct {
-	p      *capsnet.Params
-	reps   []*capsnet.Net
-	starts []int // first sample of each replica
+	p      *capsnet.Params // nil for an int8 model (NewInt8)
+	cfg    capsnet.Config
+	reps   []replica
+	nets   []*capsnet.Net // the float replicas (Plan)
+	q      []*quant.Net   // the int8 replicas (NewInt8)
+	starts []int          // first sample of each replica
 	batch  int
 	img    int // values per image
 	// owned: the replicas were compiled by New (their memory is the
@@ -78,36 +82,97 @@ func FromNets(p *capsnet.Params, nets []*capsnet.Net) (*Evaluator, error) {
 	if p == nil || len(nets) == 0 {
 		return nil, fmt.Errorf("eval: no parameters or no nets")
 	}
-	e := &Evaluator{p: p, img: inputLen(nets[0]), done: make(chan error, len(nets))}
+	e := &Evaluator{p: p, cfg: p.Config, img: nets[0].InputLen(), nets: nets}
 	for r, n := range nets {
 		if n.P != p {
 			return nil, fmt.Errorf("eval: net %d was compiled for other parameters", r)
 		}
-		if inputLen(n) != e.img {
-			return nil, fmt.Errorf("eval: net %d takes images of %d values, net 0 of %d", r, inputLen(n), e.img)
+		if n.InputLen() != e.img {
+			return nil, fmt.Errorf("eval: net %d takes images of %d values, net 0 of %d", r, n.InputLen(), e.img)
 		}
-		e.reps = append(e.reps, n)
+		e.reps = append(e.reps, floatReplica{n})
+	}
+	e.start()
+	return e, nil
+}
+
+// NewInt8 compiles threads int8 replicas (quant.NewNet) of the calibrated
+// int8 model m for a total batch size batch, split as New splits it. Each
+// replica packs its own copy of the weights (Footprint counts them all).
+// Params returns nil for such an evaluator.
+func NewInt8(m *quant.Model, batch, threads int) (*Evaluator, error) {
+	if m == nil {
+		return nil, fmt.Errorf("eval: no model")
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("eval: batch %d must be positive", batch)
+	}
+	if threads <= 0 {
+		return nil, fmt.Errorf("eval: threads %d must be positive", threads)
+	}
+	threads = min(threads, batch)
+	e := &Evaluator{cfg: m.Config, owned: true}
+	for r := 0; r < threads; r++ {
+		b := batch / threads
+		if r < batch%threads {
+			b++
+		}
+		n, err := quant.NewNet(m, b)
+		if err != nil {
+			return nil, fmt.Errorf("eval: replica %d: %w", r, err)
+		}
+		e.q = append(e.q, n)
+		e.reps = append(e.reps, int8Replica{n})
+		e.img = n.InputLen()
+	}
+	e.start()
+	return e, nil
+}
+
+// start numbers the replicas' slices of the batch and starts their
+// goroutines.
+func (e *Evaluator) start() {
+	e.done = make(chan error, len(e.reps))
+	for _, n := range e.reps {
 		e.starts = append(e.starts, e.batch)
-		e.batch += n.Batch
+		e.batch += n.size()
 	}
 	for r := range e.reps {
 		ch := make(chan struct{})
 		e.work = append(e.work, ch)
 		go e.worker(r, ch)
 	}
-	return e, nil
 }
 
-// inputLen is the number of values of one input image of n.
-func inputLen(n *capsnet.Net) int { return n.InputLen() }
-
-// forward runs replica n forward only, decoder masked by the prediction,
-// on its slice of the batch (labels feed only the loss; nil clears them).
-// It is the only place that feeds a Net.
-func forward(n *capsnet.Net, x []float32, labels []int) error {
-	n.SetMaskByLabel(false)
-	return n.Forward(x, labels)
+// replica is one Net of an evaluator, float32 or int8.
+type replica interface {
+	size() int
+	// run runs the Net forward only, decoder masked by the prediction, on
+	// its slice of the batch (labels feed only the float loss; nil clears
+	// them).
+	run(x []float32, labels []int) error
+	pred() []int
+	norms() []float32
 }
+
+type floatReplica struct{ n *capsnet.Net }
+
+func (r floatReplica) size() int { return r.n.Batch }
+
+// run is the only place that feeds a float Net.
+func (r floatReplica) run(x []float32, labels []int) error {
+	r.n.SetMaskByLabel(false)
+	return r.n.Forward(x, labels)
+}
+func (r floatReplica) pred() []int      { return r.n.Pred() }
+func (r floatReplica) norms() []float32 { return r.n.Norms() }
+
+type int8Replica struct{ n *quant.Net }
+
+func (r int8Replica) size() int                      { return r.n.Batch }
+func (r int8Replica) run(x []float32, _ []int) error { return r.n.Forward(x) }
+func (r int8Replica) pred() []int                    { return r.n.Pred() }
+func (r int8Replica) norms() []float32               { return r.n.Norms() }
 
 func (e *Evaluator) worker(r int, ch chan struct{}) {
 	n := e.reps[r]
@@ -115,9 +180,9 @@ func (e *Evaluator) worker(r int, ch chan struct{}) {
 		s := e.starts[r]
 		var labels []int
 		if e.labels != nil {
-			labels = e.labels[s : s+n.Batch]
+			labels = e.labels[s : s+n.size()]
 		}
-		err := forward(n, e.x[s*e.img:(s+n.Batch)*e.img], labels)
+		err := n.run(e.x[s*e.img:(s+n.size())*e.img], labels)
 		if err != nil {
 			err = fmt.Errorf("replica %d: %w", r, err)
 		}
@@ -137,8 +202,12 @@ func (e *Evaluator) Close() {
 	}
 }
 
-// Params returns the parameters the evaluator runs.
+// Params returns the parameters the evaluator runs (nil for an int8
+// model).
 func (e *Evaluator) Params() *capsnet.Params { return e.p }
+
+// Config returns the config of the model the evaluator runs.
+func (e *Evaluator) Config() capsnet.Config { return e.cfg }
 
 // Batch returns the compiled batch size: Predict takes exactly this many
 // images.
@@ -150,11 +219,35 @@ func (e *Evaluator) Replicas() int { return len(e.reps) }
 // Plan is the memory plan of the parameters and the replicas (for an
 // evaluator made by FromNets, of the nets it borrows).
 func (e *Evaluator) Plan() graph.Plan {
-	p := e.p.Arena.Plan()
-	for _, n := range e.reps {
+	var p graph.Plan
+	if e.p != nil {
+		p = e.p.Arena.Plan()
+	}
+	for _, n := range e.nets {
 		p = p.Add(n.Plan())
 	}
+	for _, n := range e.q {
+		p = p.Add(n.Arena.Plan())
+	}
 	return p
+}
+
+// Footprint returns the static memory the evaluator holds: the replicas'
+// arenas (activations and scratch) and the weights (the float parameters,
+// or every int8 replica's packed weights).
+func (e *Evaluator) Footprint() (arena, weights int64) {
+	if e.p != nil {
+		weights = e.p.Arena.Bytes()
+	}
+	for _, n := range e.nets {
+		arena += n.Plan().Total
+	}
+	for _, n := range e.q {
+		f := n.Footprint()
+		arena += f.Arena
+		weights += f.Weights
+	}
+	return arena, weights
 }
 
 // Predict runs the forward pass on a full batch x (Batch() images, NCHW)
@@ -170,7 +263,7 @@ func (e *Evaluator) Predict(x []float32, labels []int, pred []int) error {
 	if len(pred) != e.batch || (labels != nil && len(labels) != e.batch) {
 		return fmt.Errorf("predict: labels (%d) and pred (%d) must hold %d entries", len(labels), len(pred), e.batch)
 	}
-	classes := e.p.Config.Classes
+	classes := e.cfg.Classes
 	for i, y := range labels {
 		if y < 0 || y >= classes {
 			return fmt.Errorf("predict: label %d of sample %d is not a class in 0..%d", y, i, classes-1)
@@ -191,7 +284,7 @@ func (e *Evaluator) Predict(x []float32, labels []int, pred []int) error {
 		return fmt.Errorf("predict: %w", err)
 	}
 	for r, n := range e.reps {
-		copy(pred[e.starts[r]:], n.Pred())
+		copy(pred[e.starts[r]:], n.pred())
 	}
 	return nil
 }
@@ -199,12 +292,12 @@ func (e *Evaluator) Predict(x []float32, labels []int, pred []int) error {
 // Norms copies the capsule lengths of the last Predict, (Batch(), classes)
 // row-major, into dst.
 func (e *Evaluator) Norms(dst []float32) error {
-	classes := e.p.Config.Classes
+	classes := e.cfg.Classes
 	if len(dst) != e.batch*classes {
 		return fmt.Errorf("norms: dst has %d values, want %d×%d", len(dst), e.batch, classes)
 	}
 	for r, n := range e.reps {
-		copy(dst[e.starts[r]*classes:], n.Norms())
+		copy(dst[e.starts[r]*classes:], n.norms())
 	}
 	return nil
 }
@@ -235,7 +328,7 @@ func (r *Report) Accuracy() float64 { return float64(r.Correct) / float64(max(r.
 // with copies of its first image, whose predictions are ignored (the
 // compiled batch size is fixed).
 func (e *Evaluator) Confusion(b *data.Batcher) (*Report, error) {
-	classes := e.p.Config.Classes
+	classes := e.cfg.Classes
 	rep := &Report{Confusion: make([][]int, classes)}
 	for i := range rep.Confusion {
 		rep.Confusion[i] = make([]int, classes)
@@ -282,9 +375,9 @@ func (e *Evaluator) Predictions(b *data.Batcher) ([]Prediction, error) {
 // each runs Predict on every batch of epoch 0 of b and hands the valid
 // samples to f.
 func (e *Evaluator) each(b *data.Batcher, f func(batch *data.Batch, labels, pred []int)) error {
-	if c, h, w := b.Shape(); [3]int{c, h, w} != e.p.Config.Input {
-		in := e.p.Config.Input
-		return fmt.Errorf("evaluation: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, e.p.Config.Name, in[0], in[1], in[2])
+	if c, h, w := b.Shape(); [3]int{c, h, w} != e.cfg.Input {
+		in := e.cfg.Input
+		return fmt.Errorf("evaluation: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, e.cfg.Name, in[0], in[1], in[2])
 	}
 	batch := b.NewBatch()
 	if batch.Cap() > e.batch {
@@ -294,13 +387,13 @@ func (e *Evaluator) each(b *data.Batcher, f func(batch *data.Batch, labels, pred
 		e.labelBuf, e.predBuf = make([]int, e.batch), make([]int, e.batch)
 	}
 	labels, pred := e.labelBuf, e.predBuf
-	classes := e.p.Config.Classes
+	classes := e.cfg.Classes
 	b.StartEpoch(0)
 	for b.Next(batch) {
 		n := batch.N
 		for i, y := range batch.Labels() {
 			if int(y) >= classes || y < 0 {
-				return fmt.Errorf("evaluation: sample %d has label %d, model %s has %d classes", batch.Index[i], y, e.p.Config.Name, classes)
+				return fmt.Errorf("evaluation: sample %d has label %d, model %s has %d classes", batch.Index[i], y, e.cfg.Name, classes)
 			}
 			labels[i] = int(y)
 		}
