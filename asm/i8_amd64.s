@@ -1461,3 +1461,73 @@ store:
 	VMOVDQU Y7, 32(R9)
 	VZEROUPPER
 	RET
+
+// func requantRowAVX512(n int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+// Requires: AVX, AVX512F, SSE, SSE2
+TEXT ·requantRowAVX512(SB), NOSPLIT, $0-108
+	MOVQ         n+0(FP), CX
+	MOVQ         q_base+8(FP), DI
+	MOVQ         acc_base+32(FP), SI
+	MOVQ         mul_base+56(FP), R8
+	MOVQ         add_base+80(FP), R9
+	MOVSS        lo+104(FP), X2
+	VBROADCASTSS X2, Z2
+	MOVL         $0x42fe0000, AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Z3
+	PCALIGN      $0x20
+
+loop:
+	VCVTDQ2PS   (SI), Z0
+	VMULPS      (R8), Z0, Z0
+	VADDPS      (R9), Z0, Z0
+	VCMPPS      $0x07, Z0, Z0, K1
+	VMAXPS      Z2, Z0, Z0
+	VMINPS      Z3, Z0, Z0
+	VCVTPS2DQ.Z Z0, K1, Z0
+	VPMOVSDB    Z0, (DI)
+	ADDQ        $0x40, SI
+	ADDQ        $0x40, R8
+	ADDQ        $0x40, R9
+	ADDQ        $0x10, DI
+	SUBQ        $0x10, CX
+	JNZ         loop
+	VZEROUPPER
+	RET
+
+// func requantRowAVX2(n int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+// Requires: AVX, AVX2, SSE, SSE2
+TEXT ·requantRowAVX2(SB), NOSPLIT, $0-108
+	MOVQ         n+0(FP), CX
+	MOVQ         q_base+8(FP), DI
+	MOVQ         acc_base+32(FP), SI
+	MOVQ         mul_base+56(FP), R8
+	MOVQ         add_base+80(FP), R9
+	MOVSS        lo+104(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVL         $0x42fe0000, AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Y3
+	PCALIGN      $0x20
+
+loop:
+	VCVTDQ2PS    (SI), Y0
+	VMULPS       (R8), Y0, Y0
+	VADDPS       (R9), Y0, Y0
+	VCMPPS       $0x07, Y0, Y0, Y1
+	VMAXPS       Y2, Y0, Y0
+	VMINPS       Y3, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPAND        Y1, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSDW    X1, X0, X0
+	VPACKSSWB    X0, X0, X0
+	VMOVQ        X0, (DI)
+	ADDQ         $0x20, SI
+	ADDQ         $0x20, R8
+	ADDQ         $0x20, R9
+	ADDQ         $0x08, DI
+	SUBQ         $0x08, CX
+	JNZ          loop
+	VZEROUPPER
+	RET
