@@ -64,12 +64,12 @@ func gemmI8AVX23(kg int, a []int8, lda int, tail []uint32, b []int8, corr []int3
 //go:noescape
 func gemmI8AVX24(kg int, a []int8, lda int, tail []uint32, b []int8, corr []int32, c []int32, ldc int)
 
-// requantRowAVX512 is the body of RequantRowAVX512: n is a positive multiple of 16, lengths are not checked.
+// requantRowsAVX512 is the body of RequantRowsAVX512: rows > 0, n a positive multiple of 16, lengths are not checked.
 //
 //go:noescape
-func requantRowAVX512(n int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+func requantRowsAVX512(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
 
-// requantRowAVX2 is the body of RequantRowAVX2: n is a positive multiple of 8, lengths are not checked.
+// requantRowsAVX2 is the body of RequantRowsAVX2: rows > 0, n a positive multiple of 8, lengths are not checked.
 //
 //go:noescape
-func requantRowAVX2(n int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+func requantRowsAVX2(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)

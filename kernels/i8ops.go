@@ -7,8 +7,8 @@ import "fmt"
 // int8, the int8 im2col of a convolution over NHWC images, the depthwise
 // convolution, and turning the int32 sums back into float32 (Dequant) or
 // into the next layer's int8 input (Requant). They are plain Go on every
-// GOARCH, each its own reference (except Requant's rows, which the avx2 and
-// avx512 implementations run in assembly, bit-identical to requantRowRef):
+// GOARCH, each its own reference (except Requant, which the avx2 and avx512
+// implementations run in assembly, bit-identical to requantRef):
 // the tests check them against loops written from the doc comments. Each returns an error (never panics) for a
 // bad shape or a slice too short, and none allocates.
 //
@@ -286,15 +286,18 @@ func Requant(rows, cols int, q []int8, acc []int32, mul, add []float32, relu boo
 	if relu {
 		lo = 0
 	}
-	mul, add = mul[:cols], add[:cols]
-	row := cur.requantRow
-	for r := range rows {
-		row(q[r*cols:][:cols], acc[r*cols:][:cols], mul, add, lo)
-	}
+	cur.requant(rows, cols, q[:n], acc[:n], mul[:cols], add[:cols], lo)
 	return nil
 }
 
-// requantRowRef is the reference of ops.requantRow: one row of Requant.
+// requantRef is the reference of ops.requant: Requant's loop over rows.
+func requantRef(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) {
+	for r := range rows {
+		requantRowRef(q[r*cols:][:cols], acc[r*cols:][:cols], mul, add, lo)
+	}
+}
+
+// requantRowRef is one row of requantRef: q[c] for c < len(q).
 // The explicit float32 conversion rounds the product (the Go spec forbids
 // fusing it with the addition), as the SIMD rows' VMULPS then VADDPS do.
 func requantRowRef(q []int8, acc []int32, mul, add []float32, lo float32) {

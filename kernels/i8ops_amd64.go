@@ -4,25 +4,31 @@ package kernels
 
 import "github.com/capstan-ml/capstan/asm"
 
-// Requant's rows in assembly: avx2 8 values per step, avx512 16 (both
-// bit-identical to requantRowRef); the tail of a row that is not a
-// multiple of the width stays in Go. The ref table and builds without
-// assembly (noasm, other GOARCHes) keep requantRowRef.
+// Requant in assembly: avx2 8 values per step, avx512 16 (both
+// bit-identical to requantRef), over all the rows in one call; the columns
+// past the last multiple of the width stay in Go. The ref table and builds
+// without assembly (noasm, other GOARCHes) keep requantRef.
 var (
-	_ = register("avx2", func(o *ops) { o.requantRow = requantRowAVX2 })
-	_ = register("avx512", func(o *ops) { o.requantRow = requantRowAVX512 })
+	_ = register("avx2", func(o *ops) { o.requant = requantAVX2 })
+	_ = register("avx512", func(o *ops) { o.requant = requantAVX512 })
 )
 
-// requantRowAVX2 is ops.requantRow with asm.RequantRowAVX2 for the
-// multiple-of-8 prefix of the row.
-func requantRowAVX2(q []int8, acc []int32, mul, add []float32, lo float32) {
-	n := asm.RequantRowAVX2(q, acc, mul, add, lo)
-	requantRowRef(q[n:], acc[n:], mul[n:], add[n:], lo)
+// requantAVX2 is ops.requant with asm.RequantRowsAVX2.
+func requantAVX2(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) {
+	requantTail(rows, cols, asm.RequantRowsAVX2(rows, cols, q, acc, mul, add, lo), q, acc, mul, add, lo)
 }
 
-// requantRowAVX512 is ops.requantRow with asm.RequantRowAVX512 for the
-// multiple-of-16 prefix of the row.
-func requantRowAVX512(q []int8, acc []int32, mul, add []float32, lo float32) {
-	n := asm.RequantRowAVX512(q, acc, mul, add, lo)
-	requantRowRef(q[n:], acc[n:], mul[n:], add[n:], lo)
+// requantAVX512 is ops.requant with asm.RequantRowsAVX512.
+func requantAVX512(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) {
+	requantTail(rows, cols, asm.RequantRowsAVX512(rows, cols, q, acc, mul, add, lo), q, acc, mul, add, lo)
+}
+
+// requantTail requantizes columns n to cols of every row in Go.
+func requantTail(rows, cols, n int, q []int8, acc []int32, mul, add []float32, lo float32) {
+	if n == cols {
+		return
+	}
+	for r := range rows {
+		requantRowRef(q[r*cols+n:(r+1)*cols], acc[r*cols+n:], mul[n:], add[n:], lo)
+	}
 }

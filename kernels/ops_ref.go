@@ -27,7 +27,7 @@ var refOps = ops{
 	exp:             expRef,
 	i8Name:          "ref",
 	gemmI8:          gemmI8PackedRef,
-	requantRow:      requantRowRef,
+	requant:         requantRef,
 }
 
 // sgemmWorkRef is sgemmRef; the plain loops need no work space.
