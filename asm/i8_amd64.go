@@ -63,3 +63,13 @@ func gemmI8AVX23(kg int, a []int8, lda int, tail []uint32, b []int8, corr []int3
 //
 //go:noescape
 func gemmI8AVX24(kg int, a []int8, lda int, tail []uint32, b []int8, corr []int32, c []int32, ldc int)
+
+// requantRowsAVX512 is the body of RequantRowsAVX512: rows > 0, n a positive multiple of 16, lengths are not checked.
+//
+//go:noescape
+func requantRowsAVX512(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+
+// requantRowsAVX2 is the body of RequantRowsAVX2: rows > 0, n a positive multiple of 8, lengths are not checked.
+//
+//go:noescape
+func requantRowsAVX2(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)

@@ -1461,3 +1461,85 @@ store:
 	VMOVDQU Y7, 32(R9)
 	VZEROUPPER
 	RET
+
+// func requantRowsAVX512(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+// Requires: AVX, AVX512F, SSE, SSE2
+TEXT ·requantRowsAVX512(SB), NOSPLIT, $0-124
+	MOVQ         rows+0(FP), DX
+	MOVQ         n+8(FP), CX
+	MOVQ         ld+16(FP), R10
+	MOVQ         q_base+24(FP), DI
+	MOVQ         acc_base+48(FP), SI
+	MOVQ         mul_base+72(FP), R8
+	MOVQ         add_base+96(FP), R9
+	MOVSS        lo+120(FP), X2
+	VBROADCASTSS X2, Z2
+	MOVL         $0x42fe0000, AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Z3
+
+row:
+	XORL    BX, BX
+	PCALIGN $0x20
+
+loop:
+	VCVTDQ2PS   (SI)(BX*4), Z0
+	VMULPS      (R8)(BX*4), Z0, Z0
+	VADDPS      (R9)(BX*4), Z0, Z0
+	VCMPPS      $0x07, Z0, Z0, K1
+	VMAXPS      Z2, Z0, Z0
+	VMINPS      Z3, Z0, Z0
+	VCVTPS2DQ.Z Z0, K1, Z0
+	VPMOVSDB    Z0, (DI)(BX*1)
+	ADDQ        $0x10, BX
+	CMPQ        BX, CX
+	JB          loop
+	ADDQ        R10, DI
+	LEAQ        (SI)(R10*4), SI
+	DECQ        DX
+	JNZ         row
+	VZEROUPPER
+	RET
+
+// func requantRowsAVX2(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)
+// Requires: AVX, AVX2, SSE, SSE2
+TEXT ·requantRowsAVX2(SB), NOSPLIT, $0-124
+	MOVQ         rows+0(FP), DX
+	MOVQ         n+8(FP), CX
+	MOVQ         ld+16(FP), R10
+	MOVQ         q_base+24(FP), DI
+	MOVQ         acc_base+48(FP), SI
+	MOVQ         mul_base+72(FP), R8
+	MOVQ         add_base+96(FP), R9
+	MOVSS        lo+120(FP), X2
+	VBROADCASTSS X2, Y2
+	MOVL         $0x42fe0000, AX
+	MOVD         AX, X3
+	VPBROADCASTD X3, Y3
+
+row:
+	XORL    BX, BX
+	PCALIGN $0x20
+
+loop:
+	VCVTDQ2PS    (SI)(BX*4), Y0
+	VMULPS       (R8)(BX*4), Y0, Y0
+	VADDPS       (R9)(BX*4), Y0, Y0
+	VCMPPS       $0x07, Y0, Y0, Y1
+	VMAXPS       Y2, Y0, Y0
+	VMINPS       Y3, Y0, Y0
+	VCVTPS2DQ    Y0, Y0
+	VPAND        Y1, Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKSSDW    X1, X0, X0
+	VPACKSSWB    X0, X0, X0
+	VMOVQ        X0, (DI)(BX*1)
+	ADDQ         $0x08, BX
+	CMPQ         BX, CX
+	JB           loop
+	ADDQ         R10, DI
+	LEAQ         (SI)(R10*4), SI
+	DECQ         DX
+	JNZ          row
+	VZEROUPPER
+	RET

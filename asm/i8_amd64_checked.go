@@ -80,3 +80,48 @@ func GemmI8KernelAVX2(mr, kg int, a []int8, lda int, tail []uint32, b []int8, c 
 		}
 	}
 }
+
+// RequantRowsAVX512 requantizes, with AVX-512 (AVX512F; the caller checks
+// the CPU), the first n columns of the rows×cols row-major q and acc, n =
+// cols rounded down to a multiple of 16, and returns n. It never panics:
+// it does nothing and returns 0 when a dimension is negative or beyond
+// 2³¹, q or acc holds fewer than rows·cols values, or mul or add fewer
+// than cols; the columns from n on are left to the caller. It is
+// equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		for c := 0; c < n; c++ {
+//			v := float32(float32(acc[r*cols+c])*mul[c]) + add[c] // two roundings, no FMA
+//			q[r*cols+c] = int8(roundToEven(clamp(v, lo, 127)))  // NaN gives 0
+//		}
+//	}
+//
+// for lo in [−127, 127], so that ±Inf (and any value beyond the int32
+// range) gives 127 or lo as in Go.
+func RequantRowsAVX512(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) int {
+	n := requantFits(rows, cols, q, acc, mul, add) &^ 15
+	if n > 0 {
+		requantRowsAVX512(rows, n, cols, q, acc, mul, add, lo)
+	}
+	return n
+}
+
+// RequantRowsAVX2 is RequantRowsAVX512 with AVX2, 8 values per step: n is
+// cols rounded down to a multiple of 8.
+func RequantRowsAVX2(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) int {
+	n := requantFits(rows, cols, q, acc, mul, add) &^ 7
+	if n > 0 {
+		requantRowsAVX2(rows, n, cols, q, acc, mul, add, lo)
+	}
+	return n
+}
+
+// requantFits returns cols when the operands of a requantization of
+// rows×cols fit their slices and rows > 0, 0 otherwise.
+func requantFits(rows, cols int, q []int8, acc []int32, mul, add []float32) int {
+	if rows <= 0 || cols <= 0 || rows > maxDim || cols > maxDim ||
+		len(q) < rows*cols || len(acc) < rows*cols || len(mul) < cols || len(add) < cols {
+		return 0
+	}
+	return cols
+}

@@ -95,6 +95,10 @@ type ops struct {
 	// gemmI8: c[i*ldc+j] += Σ_p int32(a[i*lda+p])·int32(B[j][p]) for i < m,
 	// j < p.n, p < p.k, B packed in p (GemmI8Packed, arguments checked).
 	gemmI8 func(m int, a []int8, lda int, p *PackedI8, c []int32, ldc int)
+	// requant: q[r*cols+c] = roundI8(float32(float32(acc[r*cols+c])·mul[c]) +
+	// add[c], lo) for r < rows, c < cols (Requant, arguments checked). The
+	// SIMD versions must match requantRef bit for bit.
+	requant func(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32)
 }
 
 // Squash selects the squash non-linearity (spec §3).

@@ -7,8 +7,9 @@ import "fmt"
 // int8, the int8 im2col of a convolution over NHWC images, the depthwise
 // convolution, and turning the int32 sums back into float32 (Dequant) or
 // into the next layer's int8 input (Requant). They are plain Go on every
-// GOARCH, each its own reference: the tests check them against loops
-// written from the doc comments. Each returns an error (never panics) for a
+// GOARCH, each its own reference (except Requant, which the avx2 and avx512
+// implementations run in assembly, bit-identical to requantRef):
+// the tests check them against loops written from the doc comments. Each returns an error (never panics) for a
 // bad shape or a slice too short, and none allocates.
 //
 // Rounding is to the nearest integer, ties to even (math.RoundToEven),
@@ -265,6 +266,10 @@ func DepthwiseI8(sh ConvShape, acc []int32, x, w []int8) error {
 //	q[r·cols + c] = clamp(roundToEven(float32(acc[r·cols + c])·mul[c] + add[c]), lo, 127)
 //
 // with lo = 0 when relu is set (the ReLU of the float layer), −127 otherwise.
+// The product is rounded to float32 before the addition (no fused
+// multiply-add on any GOARCH), so that every implementation gives the same
+// bytes; ±Inf clamp to 127 and lo. A NaN gives 0, but none arises from an
+// integer acc unless mul or add holds a NaN or an infinity.
 func Requant(rows, cols int, q []int8, acc []int32, mul, add []float32, relu bool) error {
 	const fn = "Requant"
 	if err := i8Dims(fn, rows, cols); err != nil {
@@ -281,14 +286,25 @@ func Requant(rows, cols int, q []int8, acc []int32, mul, add []float32, relu boo
 	if relu {
 		lo = 0
 	}
-	mul, add = mul[:cols], add[:cols]
-	for r := range rows {
-		a, o := acc[r*cols:][:cols], q[r*cols:][:cols]
-		for c, v := range a {
-			o[c] = roundI8(float32(v)*mul[c]+add[c], lo)
-		}
-	}
+	cur.requant(rows, cols, q[:n], acc[:n], mul[:cols], add[:cols], lo)
 	return nil
+}
+
+// requantRef is the reference of ops.requant: Requant's loop over rows.
+func requantRef(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) {
+	for r := range rows {
+		requantRowRef(q[r*cols:][:cols], acc[r*cols:][:cols], mul, add, lo)
+	}
+}
+
+// requantRowRef is one row of requantRef: q[c] for c < len(q).
+// The explicit float32 conversion rounds the product (the Go spec forbids
+// fusing it with the addition), as the SIMD rows' VMULPS then VADDPS do.
+func requantRowRef(q []int8, acc []int32, mul, add []float32, lo float32) {
+	acc, mul, add = acc[:len(q)], mul[:len(q)], add[:len(q)]
+	for c, v := range acc {
+		q[c] = roundI8(float32(float32(v)*mul[c])+add[c], lo)
+	}
 }
 
 // Dequant turns the int32 sums acc of rows×cols (row-major) into float32

@@ -241,7 +241,7 @@ func TestRequantDequant(t *testing.T) {
 			for r := range rows {
 				for c := range cols {
 					i := r*cols + c
-					if want := qref(float32(acc[i])*mul[c]+add[c], 1, lo); q[i] != want {
+					if want := qref(float32(float32(acc[i])*mul[c])+add[c], 1, lo); q[i] != want {
 						t.Fatalf("Requant %v relu=%v: q[%d] = %d, want %d", sh, relu, i, q[i], want)
 					}
 				}
@@ -275,6 +275,87 @@ func TestRequantDequant(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRequantImpls checks Requant of every implementation bit for bit
+// against the documented loop: random shapes whose cols leave tails after
+// the 16 and 8 values of the SIMD steps, q and acc at odd offsets, ties
+// (x.5 sums), sums far beyond ±127 and beyond the int32 range, ±Inf
+// products (which clamp to 127 and lo) and NaN sums (0), both ReLU
+// settings.
+func TestRequantImpls(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		for it := range 60 {
+			rows, cols := 1+rng.IntN(6), 1+rng.IntN(80)
+			if it < 4 {
+				cols = []int{15, 17, 7, 64}[it]
+			}
+			const offQ, offA = 3, 5
+			n := rows * cols
+			acc := make([]int32, n+offA)[offA:]
+			q := make([]int8, n+offQ)[offQ:]
+			mul := randF32(rng, cols, 0.02)
+			add := randF32(rng, cols, 100)
+			for i := range acc {
+				acc[i] = int32(rng.IntN(1<<16) - 1<<15)
+			}
+			for c := range cols {
+				switch rng.IntN(10) {
+				case 0: // ties: every sum is an integer + 0.5
+					mul[c], add[c] = 1, float32(rng.IntN(301)-150)+0.5
+					for r := range rows {
+						acc[r*cols+c] = int32(rng.IntN(21) - 10)
+					}
+				case 1: // ±Inf products, some sums beyond the int32 range
+					mul[c] = []float32{math.MaxFloat32, -math.MaxFloat32, 1e6}[rng.IntN(3)]
+				case 2:
+					if it%7 == 0 { // NaN sums
+						add[c] = float32(math.NaN())
+					}
+				}
+			}
+			for _, relu := range []bool{false, true} {
+				if err := Requant(rows, cols, q, acc, mul, add, relu); err != nil {
+					t.Fatal(err)
+				}
+				lo := -127.0
+				if relu {
+					lo = 0
+				}
+				for i := range n {
+					c := i % cols
+					if want := qref(float32(float32(acc[i])*mul[c])+add[c], 1, lo); q[i] != want {
+						t.Fatalf("%s %dx%d relu=%v: q[%d] = %d, want %d (acc %d, mul %v, add %v)",
+							impl, rows, cols, relu, i, q[i], want, acc[i], mul[c], add[c])
+					}
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkRequant runs Requant of 1024 rows of 64 columns (a 3×3
+// convolution's output channels over a batch of positions) for every
+// implementation; ns/element is the time per requantized value.
+func BenchmarkRequant(b *testing.B) {
+	const rows, cols = 1024, 64
+	rng := rand.New(rand.NewPCG(15, 16))
+	acc := make([]int32, rows*cols)
+	for i := range acc {
+		acc[i] = int32(rng.IntN(1<<16) - 1<<15)
+	}
+	q := make([]int8, rows*cols)
+	mul, add := randF32(rng, cols, 0.01), randF32(rng, cols, 20)
+	forEachImpl(b, func(b *testing.B, _ string) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Requant(rows, cols, q, acc, mul, add, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(rows*cols), "ns/element")
+	})
 }
 
 func TestDequantVotes(t *testing.T) {

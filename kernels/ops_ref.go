@@ -27,6 +27,7 @@ var refOps = ops{
 	exp:             expRef,
 	i8Name:          "ref",
 	gemmI8:          gemmI8PackedRef,
+	requant:         requantRef,
 }
 
 // sgemmWorkRef is sgemmRef; the plain loops need no work space.

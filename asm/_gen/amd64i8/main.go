@@ -27,6 +27,10 @@
 // sums pairs into at most 2·127·128 = 32512 in magnitude and VPMADDUBSW(h,
 // b) into at most 256, both exact in int16; VPMADDWD by 1 and by −128
 // widens them to int32 and adds the pairs. This needs no correction term.
+//
+// It also generates the requantization kernels requantRows{AVX512,AVX2}
+// (see requant below): q[r·ld+c] = clamp(roundToEven(float32(acc[r·ld+c])·
+// mul[c] + add[c]), lo, 127) for r < rows, c < n, 16 or 8 lanes per step.
 package main
 
 import (
@@ -243,6 +247,89 @@ func groupsAndStore(c *build.Context, mr int, r [9]reg.Register, group func(a fu
 	c.RET()
 }
 
+// requantSignature is the signature of the requantization kernels.
+const requantSignature = "func(rows int, n int, ld int, q []int8, acc []int32, mul []float32, add []float32, lo float32)"
+
+// requant emits requantRows{kind} for vectors of width lanes (16: AVX-512
+// zmm, 8: AVX2 ymm): for every r < rows and c < n (n a positive multiple
+// of width, rows positive, ld the row stride of q and acc)
+//
+//	q[r·ld + c] = clamp(roundToEven(float32(acc[r·ld + c])·mul[c] + add[c]), lo, 127)
+//
+// as VCVTDQ2PS, VMULPS, VADDPS (two roundings, no FMA: bit-identical to
+// the Go reference), a float clamp VMAXPS lo / VMINPS 127 (before the
+// conversion, so that ±Inf and values beyond ±2³¹ clamp to 127 and lo as
+// in Go, where an integer clamp after VCVTPS2DQ would see 0x80000000),
+// VCVTPS2DQ (round to nearest even under the default MXCSR), NaN lanes
+// zeroed (the ordered compare of the sum with itself as a mask: the
+// reference gives 0 for NaN), and the narrowing store of the values, which
+// are in [−127, 127]: VPMOVSDB of 16 bytes, or for AVX2 VEXTRACTI128 +
+// VPACKSSDW (lanes 0–3 then 4–7) + VPACKSSWB and a VMOVQ of 8 bytes. One
+// call for all the rows: the per-call cost would otherwise be that of the
+// 4 steps of a row of 64.
+func requant(c *build.Context, kind string, width int) {
+	name := "requantRows" + kind
+	c.Function(name)
+	c.Attributes(attr.NOSPLIT)
+	c.SignatureExpr(requantSignature)
+	c.Pragma("noescape")
+	c.Doc(fmt.Sprintf("%s is the body of RequantRows%s: rows > 0, n a positive multiple of %d, lengths are not checked.", name, kind, width))
+	rows, n, ld, qp, ap, mp, dp, i := reg.RDX, reg.RCX, reg.R10, reg.RDI, reg.RSI, reg.R8, reg.R9, reg.RBX
+	c.Load(c.Param("rows"), rows)
+	c.Load(c.Param("n"), n)
+	c.Load(c.Param("ld"), ld)
+	c.Load(c.Param("q").Base(), qp)
+	c.Load(c.Param("acc").Base(), ap)
+	c.Load(c.Param("mul").Base(), mp)
+	c.Load(c.Param("add").Base(), dp)
+	c.Load(c.Param("lo"), reg.X2)
+	vecs := zregs
+	if width == 8 {
+		vecs = yregs
+	}
+	v, t, lo, hi := vecs[0], vecs[1], vecs[2], vecs[3]
+	c.VBROADCASTSS(reg.X2, lo)
+	broadcastConst(c, 0x42fe0000, reg.X3, hi) // 127.0
+	at := func(base reg.Register, scale uint8) operand.Mem {
+		return operand.Mem{Base: base, Index: i, Scale: scale}
+	}
+	c.Label("row")
+	c.XORL(i.As32(), i.As32())
+	c.Instruction(&ir.Instruction{Opcode: "PCALIGN", Operands: []operand.Op{operand.Imm(32)}})
+	c.Label("loop")
+	c.VCVTDQ2PS(at(ap, 4), v)
+	c.VMULPS(at(mp, 4), v, v)
+	c.VADDPS(at(dp, 4), v, v)
+	if width == 16 {
+		c.VCMPPS(operand.U8(7), v, v, reg.K1) // K1: the lanes that are not NaN
+	} else {
+		c.VCMPPS(operand.U8(7), v, v, t) // t: all ones in the lanes that are not NaN
+	}
+	c.VMAXPS(lo, v, v)
+	c.VMINPS(hi, v, v)
+	if width == 16 {
+		c.VCVTPS2DQ_Z(v, reg.K1, v)
+		c.VPMOVSDB(v, at(qp, 1))
+	} else {
+		x, xt := reg.X0, reg.X1
+		c.VCVTPS2DQ(v, v)
+		c.VPAND(t, v, v)
+		c.VEXTRACTI128(operand.U8(1), v, xt)
+		c.VPACKSSDW(xt, x, x) // int16 values 0–3 (x), 4–7 (xt)
+		c.VPACKSSWB(x, x, x)
+		c.VMOVQ(x, at(qp, 1))
+	}
+	c.ADDQ(operand.U8(width), i)
+	c.CMPQ(i, n)
+	c.JB(operand.LabelRef("loop"))
+	c.ADDQ(ld, qp)
+	c.LEAQ(operand.Mem{Base: ap, Index: ld, Scale: 4}, ap)
+	c.DECQ(rows)
+	c.JNZ(operand.LabelRef("row"))
+	c.VZEROUPPER()
+	c.RET()
+}
+
 // generatedBy is the command line written into the generated headers.
 var generatedBy = []string{"go", "run", "./amd64i8", "(asm/_gen),", "see", "asm/gen_amd64i8.go"}
 
@@ -255,6 +342,8 @@ func run(out, stubs string) error {
 	for mr := 1; mr <= maxRowsY; mr++ {
 		avx2(c, mr)
 	}
+	requant(c, "AVX512", 16)
+	requant(c, "AVX2", 8)
 	f, err := c.Result()
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
