@@ -350,35 +350,42 @@ func Dequant(rows, cols int, y []float32, acc []int32, mul, add []float32, trans
 	return nil
 }
 
-// DequantVotes scatters the int32 votes of input capsule i, acc (b rows of
-// nOut·dOut, as GemmI8Packed writes them for one capsule's packed
-// matrices), into the float32 votes uhat (b, nOut, dOut, nIn) of
-// VotesForward, with one multiplier per output capsule:
+// DequantVotes scatters the int32 votes of the ni input capsules i0 …
+// i0+ni−1 into the float32 votes uhat (b, nOut, dOut, nIn) of
+// VotesForward, with one multiplier per (input, output) capsule. acc holds
+// one b×(nOut·dOut) matrix per capsule of the block, as GemmI8Packed writes
+// them for one capsule's packed matrices, and mul is (nIn, nOut):
 //
-//	uhat[((s·nOut + j)·dOut + k)·nIn + i] = float32(acc[s·nOut·dOut + j·dOut + k])·mul[j]
-func DequantVotes(b, nOut, dOut, nIn, i int, uhat []float32, acc []int32, mul []float32) error {
+//	uhat[((s·nOut + j)·dOut + k)·nIn + i0 + ii] = float32(acc[(ii·b + s)·nOut·dOut + j·dOut + k])·mul[(i0 + ii)·nOut + j]
+//
+// A block of 16 capsules writes whole 64-byte lines of uhat: one capsule
+// at a time would write one value per line of a tensor larger than the
+// cache (Sabour's at batch 32: 24 MB).
+func DequantVotes(b, nOut, dOut, nIn, i0, ni int, uhat []float32, acc []int32, mul []float32) error {
 	const fn = "DequantVotes"
-	if err := i8Dims(fn, b, nOut, dOut, nIn); err != nil {
+	if err := i8Dims(fn, b, nOut, dOut, nIn, ni); err != nil {
 		return err
 	}
-	if i < 0 || i >= nIn {
-		return fmt.Errorf("kernels.%s: capsule %d of %d", fn, i, nIn)
+	if i0 < 0 || ni < 1 || i0+ni > nIn {
+		return fmt.Errorf("kernels.%s: capsules %d..%d of %d", fn, i0, i0+ni-1, nIn)
 	}
 	row, ok1 := mulNonNeg(nOut, dOut)
 	n, ok2 := mulNonNeg(b, row, nIn)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("kernels.%s: bad dimensions %v", fn, []int{b, nOut, dOut, nIn})
+	na, ok3 := mulNonNeg(ni, b, row)
+	if !ok1 || !ok2 || !ok3 {
+		return fmt.Errorf("kernels.%s: bad dimensions %v", fn, []int{b, nOut, dOut, nIn, ni})
 	}
-	if err := joinErr(i8Len(fn, "uhat", len(uhat), n), i8Len(fn, "acc", len(acc), b*row), i8Len(fn, "mul", len(mul), nOut)); err != nil {
+	if err := joinErr(i8Len(fn, "uhat", len(uhat), n), i8Len(fn, "acc", len(acc), na), i8Len(fn, "mul", len(mul), nIn*nOut)); err != nil {
 		return err
 	}
 	for s := range b {
-		a := acc[s*row:][:row]
-		out := uhat[s*row*nIn+i:]
 		for j := range nOut {
-			m := mul[j]
-			for k, v := range a[j*dOut : (j+1)*dOut] {
-				out[(j*dOut+k)*nIn] = float32(v) * m
+			for k := range dOut {
+				jk := j*dOut + k
+				out := uhat[(s*row+jk)*nIn+i0:][:ni]
+				for ii := range out {
+					out[ii] = float32(acc[(ii*b+s)*row+jk]) * mul[(i0+ii)*nOut+j]
+				}
 			}
 		}
 	}

@@ -360,21 +360,25 @@ func BenchmarkRequant(b *testing.B) {
 
 func TestDequantVotes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	b, nOut, dOut, nIn := 3, 5, 4, 7
+	b, nOut, dOut, nIn := 3, 5, 4, 23
 	uhat := make([]float32, b*nOut*dOut*nIn)
-	for i := range nIn {
-		acc := make([]int32, b*nOut*dOut)
-		for k := range acc {
-			acc[k] = int32(rng.IntN(2001) - 1000)
-		}
-		mul := randF32(rng, nOut, 1)
-		if err := DequantVotes(b, nOut, dOut, nIn, i, uhat, acc, mul); err != nil {
+	mul := randF32(rng, nIn*nOut, 1)
+	acc := make([]int32, nIn*b*nOut*dOut) // one matrix per capsule
+	for k := range acc {
+		acc[k] = int32(rng.IntN(2001) - 1000)
+	}
+	// Blocks of 16 and a tail of 7, as quant.Net calls it.
+	for i0 := 0; i0 < nIn; i0 += 16 {
+		ni := min(16, nIn-i0)
+		if err := DequantVotes(b, nOut, dOut, nIn, i0, ni, uhat, acc[i0*b*nOut*dOut:], mul); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := range nIn {
 		for s := range b {
 			for j := range nOut {
 				for k := range dOut {
-					want := float32(acc[s*nOut*dOut+j*dOut+k]) * mul[j]
+					want := float32(acc[((i*b+s)*nOut+j)*dOut+k]) * mul[i*nOut+j]
 					if got := uhat[((s*nOut+j)*dOut+k)*nIn+i]; got != want {
 						t.Fatalf("capsule %d: uhat[%d,%d,%d] = %v, want %v", i, s, j, k, got, want)
 					}
@@ -408,8 +412,10 @@ func TestI8OpsErrors(t *testing.T) {
 		"Requant huge":         Requant(1<<31, 1<<31, q, acc, f, f, false),
 		"Dequant short y":      Dequant(4, 5, f[:19], acc, f, nil, false),
 		"Dequant short add":    Dequant(4, 5, f, acc, f, f[:4], true),
-		"DequantVotes capsule": DequantVotes(1, 2, 3, 4, 4, f, acc, f),
-		"DequantVotes short":   DequantVotes(2, 2, 3, 4, 0, f[:47], acc, f),
+		"DequantVotes capsule": DequantVotes(1, 2, 3, 4, 4, 1, f, acc, f),
+		"DequantVotes block":   DequantVotes(1, 2, 3, 4, 2, 3, f, acc, f),
+		"DequantVotes short":   DequantVotes(2, 2, 3, 4, 0, 1, f[:47], acc, f),
+		"DequantVotes acc":     DequantVotes(2, 2, 3, 4, 0, 2, f, acc[:23], f),
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)
@@ -435,7 +441,7 @@ func TestI8OpsAllocs(t *testing.T) {
 		_ = DepthwiseI8(dw, acc, q, q)
 		_ = Requant(81, 8, q, acc, f, f, true)
 		_ = Dequant(81, 8, f, acc, f, f, true)
-		_ = DequantVotes(2, 4, 8, 9, 3, f, acc, f)
+		_ = DequantVotes(2, 4, 8, 9, 3, 2, f, acc, f)
 	})
 	if n != 0 {
 		t.Errorf("%v allocations per run", n)

@@ -84,7 +84,7 @@ type i8Caps struct {
 	prior []float32           // internal (n_out, n_in)
 	u     *graph.Buf          // float input capsules (B, d_in, n_in)
 	uq    *graph.Buf          // int8 (n_in, B, d_in)
-	acc   *graph.Buf          // int32 (B, n_out·d_out)
+	acc   *graph.Buf          // int32 (votesBlock, B, n_out·d_out)
 	uhat  *graph.Buf
 	v, c  *graph.Buf
 	work  *graph.Buf
@@ -288,7 +288,7 @@ func NewNet(m *Model, batch int) (*Net, error) {
 		}
 		n.weights += 4 * int64(len(L.mul)+len(L.prior))
 		L.uq = a.AllocI8(cc.Name+".uq", graph.Activation, nIn, B, dIn)
-		L.acc = a.AllocI32(cc.Name+".acc", graph.Scratch, B, cols)
+		L.acc = a.AllocI32(cc.Name+".acc", graph.Scratch, min(votesBlock, nIn), B, cols)
 		L.uhat = a.Alloc(cc.Name+".uhat", graph.Activation, B, cc.Out, cc.Dim, nIn)
 		L.v = a.Alloc(cc.Name+".v", graph.Activation, B, cc.Dim, cc.Out)
 		L.c = a.Alloc(cc.Name+".c", graph.Activation, B, cc.Out, nIn)
@@ -466,21 +466,30 @@ func (L *i8Conv) forward(batch int) error {
 	return nil
 }
 
+// votesBlock is the number of input capsules whose votes are computed
+// before they are dequantized together (kernels.DequantVotes).
+const votesBlock = 16
+
 // votesForward quantizes the input capsules and computes every input
-// capsule's votes as one int8 GEMM, dequantized into uhat.
+// capsule's votes as one int8 GEMM, dequantized into uhat in blocks of
+// votesBlock capsules.
 func (L *i8Caps) votesForward() error {
 	sh := L.votes
-	B, dIn := sh.Batch, sh.DIn
+	B, dIn, row := sh.Batch, sh.DIn, sh.NOut*sh.DOut
 	uq, acc := L.uq.I8(), L.acc.I32()
 	if err := kernels.QuantizeCaps(B, dIn, sh.NIn, uq, L.u.Data(), 1/L.scale); err != nil {
 		return err
 	}
-	for i, w := range L.w {
-		clear(acc)
-		if err := kernels.GemmI8Packed(B, uq[i*B*dIn:], dIn, w, acc, w.N()); err != nil {
-			return err
+	for i0 := 0; i0 < sh.NIn; i0 += votesBlock {
+		ni := min(votesBlock, sh.NIn-i0)
+		clear(acc[:ni*B*row])
+		for ii := range ni {
+			i := i0 + ii
+			if err := kernels.GemmI8Packed(B, uq[i*B*dIn:], dIn, L.w[i], acc[ii*B*row:], row); err != nil {
+				return err
+			}
 		}
-		if err := kernels.DequantVotes(B, sh.NOut, sh.DOut, sh.NIn, i, L.uhat.Data(), acc, L.mul[i*sh.NOut:]); err != nil {
+		if err := kernels.DequantVotes(B, sh.NOut, sh.DOut, sh.NIn, i0, ni, L.uhat.Data(), acc, L.mul); err != nil {
 			return err
 		}
 	}
