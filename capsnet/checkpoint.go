@@ -138,7 +138,7 @@ func ReadCheckpoint(path string) (*Checkpoint, error) {
 		return nil, err
 	}
 	if f := h.Metadata["format"]; strings.HasPrefix(f, Int8FormatPrefix) {
-		return nil, fmt.Errorf("%s is an int8 model (quant, format %s), not a float checkpoint: use quant.Load, or the tools that take -model-int8", path, f)
+		return nil, fmt.Errorf("%s is an int8 model (quant, format %s), not a float checkpoint: tools/infer runs either kind; in Go, quant.Load", path, f)
 	}
 	st, err := safetensors.Read(path)
 	if err != nil {

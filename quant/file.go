@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
@@ -139,10 +140,25 @@ func Load(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return load(path, h)
+}
+
+// IsModelFile reports whether path is an int8 model file by its header's
+// format metadata (any capstan-int8 version: Load then says whether it
+// reads it), without reading its tensors.
+func IsModelFile(path string) (bool, error) {
+	h, err := safetensors.ReadHeader(path)
+	if err != nil {
+		return false, err
+	}
+	return strings.HasPrefix(h.Metadata["format"], capsnet.Int8FormatPrefix), nil
+}
+
+func load(path string, h *safetensors.Header) (*Model, error) {
 	meta := h.Metadata
 	switch f := meta["format"]; {
 	case f == capsnet.CheckpointFormat:
-		return nil, fmt.Errorf("%s is a float checkpoint (format %s), not an int8 model: quantize it first (quant.Quantize)", path, f)
+		return nil, fmt.Errorf("%s is a float checkpoint (format %s), not an int8 model: quantize it first (tools/quantize, or quant.Quantize)", path, f)
 	case f == "":
 		return nil, fmt.Errorf("%s is not an int8 model: no format metadata (want %s)", path, Format)
 	case f != Format:

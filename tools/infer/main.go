@@ -19,10 +19,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/quant"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/eval"
@@ -58,6 +60,7 @@ func run(args []string) error {
 	recon := fs.String("recon", "", "also write a PNG of the first 16 images (or the -image) beside their reconstructions to this file")
 	perturb := fs.String("perturb", "", "also write a PNG of the capsule perturbations (Sabour et al.) of image -perturb-index (or the -image) to this file: the predicted class's output capsule, each dimension shifted by -0.25 to 0.25 in steps of 0.05, decoded")
 	perturbIndex := fs.Int("perturb-index", 0, "the image of the data set whose capsule -perturb shifts (0: the first)")
+	repeat := fs.Int("repeat", 100, fmt.Sprintf("with -image: batch-1 inferences timed for the latency percentiles, 1 to %d", maxRepeat))
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
@@ -68,6 +71,12 @@ func run(args []string) error {
 	}
 	if err := cli.Int("perturb-index", *perturbIndex, 0, data.MaxImages-1); err != nil {
 		return err
+	}
+	if err := cli.Int("repeat", *repeat, 1, maxRepeat); err != nil {
+		return err
+	}
+	if given["repeat"] && *img == "" {
+		return cli.Usagef("-repeat: only with -image")
 	}
 	if given["perturb-index"] && *perturb == "" {
 		return cli.Usagef("-perturb-index: only with -perturb")
@@ -84,6 +93,13 @@ func run(args []string) error {
 	if *plan && cfg != nil {
 		return printPlans(os.Stdout, *cfg, *batch)
 	}
+	isInt8, err := quant.IsModelFile(*ck)
+	if err != nil {
+		return fmt.Errorf("-checkpoint: %w", err)
+	}
+	if isInt8 {
+		return runInt8(*ck, given, int8Run{data: *dataName, dir: *dataDir, seed: *seed, batch: *batch, threads: *threads, plan: *plan, image: *img, repeat: *repeat})
+	}
 	ckpt, err := capsnet.ReadCheckpoint(*ck)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
@@ -99,7 +115,7 @@ func run(args []string) error {
 		return printPlans(os.Stdout, p.Config, *batch)
 	}
 	if *img != "" {
-		return classify(p, *img, figs)
+		return classify(p, *img, figs, *repeat)
 	}
 	cli.WarnData(os.Stderr, *ck, ckpt, *dataName)
 	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
@@ -123,17 +139,38 @@ func run(args []string) error {
 		return err
 	}
 	defer ev.Close()
-	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: b, Placement: placement, CanvasH: in[1], CanvasW: in[2]})
+	vb, err := evaluate(ev, ds, "float32", b)
 	if err != nil {
 		return err
 	}
+	return figs.fromData(p, ds, vb)
+}
+
+// maxRepeat bounds -repeat.
+const maxRepeat = 1000000
+
+// evaluate prints the evaluator's footprint and kernels, evaluates ds with
+// it (at batch b) and prints the accuracy, speed, batch-1 latency
+// percentiles and the confusion matrix; it returns the batcher (for the
+// figures).
+func evaluate(ev *eval.Evaluator, ds *data.Dataset, kind string, b int) (*data.Batcher, error) {
+	cfg := ev.Config()
+	in := cfg.Input
+	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: b, Placement: data.PlacementFor(ds.H, ds.W, in[1], in[2]), CanvasH: in[1], CanvasW: in[2]})
+	if err != nil {
+		return nil, err
+	}
+	printFootprint(ev, kind, b)
 	rep, err := ev.Confusion(vb)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	conf := rep.Confusion
-	fmt.Printf("model %s, %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s), kernels %s; memory %s)\n",
-		p.Config.Name, ds.Name, ds.N, 100*rep.Accuracy(), float64(ds.N)/rep.Seconds, b, ev.Replicas(), kernels.Impl(), ev.Plan())
+	fmt.Printf("model %s (%s), %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s))\n",
+		cfg.Name, kind, ds.Name, ds.N, 100*rep.Accuracy(), float64(ds.N)/rep.Seconds, b, ev.Replicas())
+	if b == 1 {
+		printLatency(rep.Latency)
+	}
 	fmt.Println("confusion matrix (rows: true class, columns: predicted):")
 	fmt.Print("     ")
 	for j := range conf {
@@ -147,7 +184,25 @@ func run(args []string) error {
 		}
 		fmt.Println()
 	}
-	return figs.fromData(p, ds, vb)
+	return vb, nil
+}
+
+// printFootprint prints the static memory an evaluator holds and the
+// kernels it runs, before its first image.
+func printFootprint(ev *eval.Evaluator, kind string, b int) {
+	arena, weights := ev.Footprint()
+	ks := kernels.Impl()
+	if kind == "int8" {
+		ks += ", int8 GEMM " + kernels.ImplI8()
+	}
+	fmt.Printf("%s model %s, batch %d, %d replica(s): static memory %s (arena %s + weights %s); kernels %s\n",
+		kind, ev.Config().Name, b, ev.Replicas(), graph.MiB(arena+weights), graph.MiB(arena), graph.MiB(weights), ks)
+}
+
+// printLatency prints the p50, p90 and p99 of batch-1 latencies (seconds).
+func printLatency(lat []float64) {
+	ms := func(p float64) float64 { return 1000 * eval.Percentile(lat, p) }
+	fmt.Printf("latency at batch 1 over %d images: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", len(lat), ms(50), ms(90), ms(99))
 }
 
 // figures are the PNGs to write besides the evaluation (-recon, -perturb).
@@ -244,21 +299,33 @@ func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, thre
 	return nil
 }
 
-func classify(p *capsnet.Params, path string, figs figures) error {
-	in := p.Config.Input
-	im, err := readImage(path, in[2], in[1])
+func classify(p *capsnet.Params, path string, figs figures, repeat int) error {
+	x, err := imageInput(p.Config, path)
 	if err != nil {
 		return err
-	}
-	r := im.Bounds()
-	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
-		return fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), p.Config.Name, in[0], in[1], in[2])
 	}
 	ev, err := eval.New(p, 1, 1)
 	if err != nil {
 		return err
 	}
 	defer ev.Close()
+	if err := classifyWith(ev, "float32", path, x, repeat); err != nil {
+		return err
+	}
+	return figs.fromImage(p, x)
+}
+
+// imageInput reads a PNG as the input of a cfg model (grey, centred).
+func imageInput(cfg capsnet.Config, path string) ([]float32, error) {
+	in := cfg.Input
+	im, err := readImage(path, in[2], in[1])
+	if err != nil {
+		return nil, err
+	}
+	r := im.Bounds()
+	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
+		return nil, fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), cfg.Name, in[0], in[1], in[2])
+	}
 	x := make([]float32, in[0]*in[1]*in[2])
 	oy, ox := (in[1]-r.Dy())/2, (in[2]-r.Dx())/2
 	for y := 0; y < r.Dy(); y++ {
@@ -267,19 +334,36 @@ func classify(p *capsnet.Params, path string, figs figures) error {
 			x[(oy+y)*in[2]+ox+xx] = float32(cr+cg+cb) / (3 * 65535)
 		}
 	}
-	pred, norms := make([]int, 1), make([]float32, p.Config.Classes)
+	return x, nil
+}
+
+// classifyWith prints the footprint and kernels of a batch-1 evaluator,
+// classifies x, prints the class and capsule lengths, then times repeat
+// more inferences and prints the latency percentiles.
+func classifyWith(ev *eval.Evaluator, kind, path string, x []float32, repeat int) error {
+	printFootprint(ev, kind, 1)
+	pred, norms := make([]int, 1), make([]float32, ev.Config().Classes)
 	if err := ev.Predict(x, nil, pred); err != nil {
 		return err
 	}
 	if err := ev.Norms(norms); err != nil {
 		return err
 	}
-	fmt.Printf("%s: class %d (batch-1 inference graph and parameters: %s)\n", path, pred[0], ev.Plan())
+	fmt.Printf("%s: class %d\n", path, pred[0])
 	fmt.Println("capsule lengths:")
 	for j, v := range norms {
 		fmt.Printf("  %d: %.4f\n", j, v)
 	}
-	return figs.fromImage(p, x)
+	lat := make([]float64, repeat)
+	for i := range lat {
+		t0 := time.Now()
+		if err := ev.Predict(x, nil, pred); err != nil {
+			return err
+		}
+		lat[i] = time.Since(t0).Seconds()
+	}
+	printLatency(lat)
+	return nil
 }
 
 // printPlans compiles one replica of cfg at the given batch size as an

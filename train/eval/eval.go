@@ -2,6 +2,8 @@ package eval
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -37,6 +39,8 @@ type Evaluator struct {
 	pad      []float32
 	labelBuf []int
 	predBuf  []int
+	// lastPredict is the wall time of the last Predict of each, in seconds.
+	lastPredict float64
 }
 
 // New compiles threads forward-only replicas (capsnet.NewInferenceNet) of
@@ -317,6 +321,9 @@ type Report struct {
 	Correct, Total int
 	// Seconds is the wall time of the pass, batching included.
 	Seconds float64
+	// Latency is the wall time of each batch's forward pass (Predict
+	// alone), in seconds, in order: at batch 1, the per-image latency.
+	Latency []float64
 }
 
 // Accuracy is Correct/Total (0 for an empty data set).
@@ -342,6 +349,7 @@ func (e *Evaluator) Confusion(b *data.Batcher) (*Report, error) {
 			}
 		}
 		rep.Total += batch.N
+		rep.Latency = append(rep.Latency, e.lastPredict)
 	})
 	if err != nil {
 		return nil, err
@@ -409,10 +417,25 @@ func (e *Evaluator) each(b *data.Batcher, f func(batch *data.Batch, labels, pred
 			}
 			x = e.pad
 		}
+		t0 := time.Now()
 		if err := e.Predict(x, labels, pred); err != nil {
 			return fmt.Errorf("evaluation: %w", err)
 		}
+		e.lastPredict = time.Since(t0).Seconds()
 		f(batch, labels, pred)
 	}
 	return b.Err()
+}
+
+// Percentile returns the p-th percentile (0 ≤ p ≤ 100) of v by the
+// nearest-rank method (the smallest value with at least p% of v at or
+// below it), 0 for an empty v. v is not modified.
+func Percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	k := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[max(0, min(len(s)-1, k-1))]
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/quant"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -296,5 +297,76 @@ func TestOracleNorms(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	v := []float64{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	for _, c := range []struct{ p, want float64 }{{50, 5}, {90, 9}, {99, 10}, {100, 10}, {0, 1}, {10, 1}, {11, 2}} {
+		if got := Percentile(v, c.p); got != c.want {
+			t.Errorf("Percentile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if v[0] != 5 || Percentile(nil, 50) != 0 {
+		t.Error("Percentile modified its input or failed on an empty one")
+	}
+}
+
+// TestInt8Evaluator: an evaluator over int8 replicas predicts what one
+// int8 Net predicts batch by batch, whatever the thread count; it reports
+// one latency per batch and its footprint.
+func TestInt8Evaluator(t *testing.T) {
+	p := tinyParams(t, 2)
+	ds := embeddedTest(t, 45)
+	m, err := quant.Quantize(p, quant.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calib := make([]float32, 8*28*28)
+	for i := range calib {
+		calib[i] = float32(i%13) / 13
+	}
+	if m.Calibration, err = quant.Calibrate(p, calib, quant.CalibOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preds [][]Prediction
+	for _, threads := range []int{1, 3} {
+		ev, err := NewInt8(m, 16, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := ev.Confusion(vb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Total != 45 || len(rep.Latency) != 3 || ev.Params() != nil || ev.Config().Name != "tiny-deep" {
+			t.Errorf("threads %d: %d images, %d latencies, params %v", threads, rep.Total, len(rep.Latency), ev.Params())
+		}
+		if arena, weights := ev.Footprint(); arena <= 0 || weights <= 0 {
+			t.Errorf("footprint %d + %d", arena, weights)
+		}
+		pr, err := ev.Predictions(vb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		preds = append(preds, pr)
+		ev.Close()
+	}
+	n, err := quant.NewNet(m, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pr := range preds[0] {
+		img := ds.Image(pr.Index)
+		if err := n.Forward(img.Pix); err != nil {
+			t.Fatal(err)
+		}
+		if n.Pred()[0] != pr.Pred || preds[1][i] != pr {
+			t.Fatalf("image %d: evaluator %v (3 threads: %v), one Net %d", pr.Index, pr, preds[1][i], n.Pred()[0])
+		}
 	}
 }
