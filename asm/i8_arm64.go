@@ -16,3 +16,8 @@ func gemmI8SDOTNEON(kg int, a0, a1, a2, a3 *int8, tail *uint32, ntail int, b *in
 //
 //go:noescape
 func gemmI8SMULLNEON(kg int, a0, a1, a2, a3 *int8, tail *uint32, ntail int, b *int8, c0, c1, c2, c3 *int32)
+
+// requantRowsNEON is the body of RequantRowsNEON.
+//
+//go:noescape
+func requantRowsNEON(rows, n, ld int, q []int8, acc []int32, mul, add []float32, lo float32)

@@ -280,3 +280,88 @@ store:
 	VADD V14.S4, V17.S4, V17.S4
 	VST1 [V16.S4, V17.S4], (R8)
 	RET
+
+// requantRowsNEON is the body of RequantRowsNEON (i8_arm64_checked.go):
+// rows > 0, n a positive multiple of 8, lengths not checked. For r < rows
+// and c < n (ld the row stride of q and acc)
+//
+//	q[r·ld + c] = clamp(roundToEven(float32(acc[r·ld + c])·mul[c] + add[c]), lo, 127)
+//
+// 8 columns per step, as SCVTF, FMUL, FADD (two roundings, no FMLA:
+// bit-identical to the Go reference), a float clamp FMAX lo / FMIN 127
+// before the conversion (so that ±Inf and values beyond ±2³¹ clamp to 127
+// and lo as in Go; FMAX and FMIN keep a NaN), FCVTNS (round to nearest,
+// ties to even; a NaN converts to 0, as the reference gives) and the
+// narrowing of the values, which are in [−127, 127], by SQXTN/SQXTN2 to
+// int16 then SQXTN to int8: an 8-byte store. One call for all the rows.
+// Go's assembler lacks these vector instructions: they are the WORD
+// macros below (OP(n, d): Vd = op Vn; OP(m, n, d): Vd = Vn op Vm), with
+// their mnemonics.
+
+// fadd vd.4s, vn.4s, vm.4s: Vd = Vn + Vm
+#define VFADD(m, n, d) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d))
+// fmul vd.4s, vn.4s, vm.4s: Vd = Vn * Vm
+#define VFMUL(m, n, d) WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d))
+// fmax vd.4s, vn.4s, vm.4s: Vd = max(Vn, Vm), NaN if either is NaN
+#define VFMAX(m, n, d) WORD $(0x4e20f400 | ((m)<<16) | ((n)<<5) | (d))
+// fmin vd.4s, vn.4s, vm.4s: Vd = min(Vn, Vm), NaN if either is NaN
+#define VFMIN(m, n, d) WORD $(0x4ea0f400 | ((m)<<16) | ((n)<<5) | (d))
+// fcvtns vd.4s, vn.4s: Vd = int32(round-to-nearest-even(Vn))
+#define VFCVTNS(n, d) WORD $(0x4e21a800 | ((n)<<5) | (d))
+// scvtf vd.4s, vn.4s: Vd = float32(int32 Vn)
+#define VSCVTF(n, d) WORD $(0x4e21d800 | ((n)<<5) | (d))
+// sqxtn vd.4h, vn.4s: Vd.H[0:4] = int16 Vn, saturated; Vd.H[4:8] = 0
+#define VSQXTNH(n, d) WORD $(0x0e614800 | ((n)<<5) | (d))
+// sqxtn2 vd.8h, vn.4s: Vd.H[4:8] = int16 Vn, saturated; Vd.H[0:4] kept
+#define VSQXTN2H(n, d) WORD $(0x4e614800 | ((n)<<5) | (d))
+// sqxtn vd.8b, vn.8h: Vd.B[0:8] = int8 Vn.8H, saturated; Vd.B[8:16] = 0
+#define VSQXTNB(n, d) WORD $(0x0e214800 | ((n)<<5) | (d))
+
+// func requantRowsNEON(rows, n, ld int, q []int8, acc []int32, mul, add []float32, lo float32)
+// V30 = lo and V31 = 127 in every lane; acc in V0–V1, mul in V2–V3, add
+// in V4–V5, the two vectors' steps interleaved.
+TEXT ·requantRowsNEON(SB), NOSPLIT, $0-124
+	MOVD rows+0(FP), R0
+	MOVD n+8(FP), R1
+	MOVD ld+16(FP), R2
+	MOVD q_base+24(FP), R3
+	MOVD acc_base+48(FP), R4
+	MOVD mul_base+72(FP), R5
+	MOVD add_base+96(FP), R6
+	FMOVS lo+120(FP), F30
+	VDUP V30.S[0], V30.S4
+	MOVW $0x42fe0000, R9 // 127.0
+	VDUP R9, V31.S4
+rqrow:
+	MOVD R4, R7  // acc of the row
+	MOVD R5, R8  // mul
+	MOVD R6, R10 // add
+	MOVD R3, R11 // q of the row
+	MOVD R1, R12 // columns left
+rqloop:
+	VLD1.P 32(R7), [V0.S4, V1.S4]
+	VLD1.P 32(R8), [V2.S4, V3.S4]
+	VLD1.P 32(R10), [V4.S4, V5.S4]
+	VSCVTF(0, 0)
+	VSCVTF(1, 1)
+	VFMUL(2, 0, 0)
+	VFMUL(3, 1, 1)
+	VFADD(4, 0, 0)
+	VFADD(5, 1, 1)
+	VFMAX(30, 0, 0)
+	VFMAX(30, 1, 1)
+	VFMIN(31, 0, 0)
+	VFMIN(31, 1, 1)
+	VFCVTNS(0, 0)
+	VFCVTNS(1, 1)
+	VSQXTNH(0, 0)  // int16 columns 0–3
+	VSQXTN2H(1, 0) // int16 columns 4–7
+	VSQXTNB(0, 0)  // int8 columns 0–7
+	FMOVD.P F0, 8(R11)
+	SUBS $8, R12, R12
+	BNE  rqloop
+	ADD  R2, R3, R3
+	ADD  R2<<2, R4, R4
+	SUBS $1, R0, R0
+	BNE  rqrow
+	RET

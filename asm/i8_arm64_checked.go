@@ -74,3 +74,28 @@ func GemmI8KernelSMULL(mr, kg int, a []int8, lda int, tail []uint32, b []int8, c
 		gemmI8NEON(false, mr, kg, a, lda, tail, b, c, ldc)
 	}
 }
+
+// RequantRowsNEON is RequantRowsAVX512 (amd64) with NEON, 8 values per
+// step: it requantizes the first n columns of the rows×cols row-major q
+// and acc, n = cols rounded down to a multiple of 8, and returns n. It
+// never panics: it does nothing and returns 0 when a dimension is
+// negative or beyond 2³¹, q or acc holds fewer than rows·cols values, or
+// mul or add fewer than cols; the columns from n on are left to the
+// caller. It is equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		for c := 0; c < n; c++ {
+//			v := float32(float32(acc[r*cols+c])*mul[c]) + add[c] // two roundings, no FMA
+//			q[r*cols+c] = int8(roundToEven(clamp(v, lo, 127)))  // NaN gives 0
+//		}
+//	}
+//
+// for lo in [−127, 127], so that ±Inf (and any value beyond the int32
+// range) gives 127 or lo as in Go.
+func RequantRowsNEON(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) int {
+	n := requantFits(rows, cols, q, acc, mul, add) &^ 7
+	if n > 0 {
+		requantRowsNEON(rows, n, cols, q, acc, mul, add, lo)
+	}
+	return n
+}

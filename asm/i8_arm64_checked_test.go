@@ -19,3 +19,8 @@ func TestGemmI8KernelBoundsARM64(t *testing.T) {
 			GemmI8KernelSMULL(mr, kg, a, lda, tail, b, c, ldc)
 		}})
 }
+
+// TestRequantRowsARM64 checks RequantRowsNEON with testRequantRows.
+func TestRequantRowsARM64(t *testing.T) {
+	testRequantRows(t, requantUnderTest{"RequantRowsNEON", 8, true, RequantRowsNEON})
+}

@@ -7,8 +7,8 @@ import "fmt"
 // int8, the int8 im2col of a convolution over NHWC images, the depthwise
 // convolution, and turning the int32 sums back into float32 (Dequant) or
 // into the next layer's int8 input (Requant). They are plain Go on every
-// GOARCH, each its own reference (except Requant, which the avx2 and avx512
-// implementations run in assembly, bit-identical to requantRef):
+// GOARCH, each its own reference (except Requant, which the avx2, avx512
+// and neon implementations run in assembly, bit-identical to requantRef):
 // the tests check them against loops written from the doc comments. Each returns an error (never panics) for a
 // bad shape or a slice too short, and none allocates.
 //

@@ -22,13 +22,3 @@ func requantAVX2(rows, cols int, q []int8, acc []int32, mul, add []float32, lo f
 func requantAVX512(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32) {
 	requantTail(rows, cols, asm.RequantRowsAVX512(rows, cols, q, acc, mul, add, lo), q, acc, mul, add, lo)
 }
-
-// requantTail requantizes columns n to cols of every row in Go.
-func requantTail(rows, cols, n int, q []int8, acc []int32, mul, add []float32, lo float32) {
-	if n == cols {
-		return
-	}
-	for r := range rows {
-		requantRowRef(q[r*cols+n:(r+1)*cols], acc[r*cols+n:], mul[n:], add[n:], lo)
-	}
-}

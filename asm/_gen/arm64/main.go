@@ -16,7 +16,11 @@
 //     the tiles table (8×12, the one package kernels uses, and 8×8 and
 //     12×8 for tile sweeps); the FMLA/FMUL-by-element encodings are computed
 //     here and commented with their mnemonics;
-//   - vec_arm64.go and sgemm_arm64.go: the unexported //go:noescape
+//   - i8_arm64.s: the int8 GEMM micro-kernels (i8sdot, i8smull, after the
+//     i8_head comment) and the requantization requantRowsNEON (requant,
+//     with its own WORD macros: the float ones of the table below and
+//     the narrowing SQXTN of requantMacros);
+//   - vec_arm64.go, sgemm_arm64.go and i8_arm64.go: the unexported //go:noescape
 //     declarations of those bodies (gemvNNEON, sgemmKernel8x12NEON, …). The
 //     exported, bounds-checked wrappers are hand-written in
 //     vec_arm64_checked.go and sgemm_arm64_checked.go.
@@ -75,6 +79,7 @@ var funcs = map[string]string{
 	"GemvNGroupsNEON":     "ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int",
 	"Ger2GroupsNEON":      "ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int",
 	"Ger2GroupsSetNEON":   "ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int",
+	"RequantRowsNEON":     "rows, n, ld int, q []int8, acc []int32, mul, add []float32, lo float32",
 }
 
 // sgemmParams is the signature of every SGEMM micro-kernel.
@@ -140,6 +145,24 @@ var macros = []macro{
 	{"VSHL23", 0x4f375400, "nd", "shl vd.4s, vn.4s, #23", "Vd = int32 Vn << 23"},
 	{"VIADD", 0x4ea08400, "mnd", "add vd.4s, vn.4s, vm.4s", "Vd = Vn + Vm (int32)"},
 	{"VISUB", 0x6ea08400, "mnd", "sub vd.4s, vn.4s, vm.4s", "Vd = Vn - Vm (int32)"},
+}
+
+// requantMacros are the WORD macros of the requant template: the float
+// ones of macros it uses, then the narrowing SQXTN (Arm ARM C7.2, Q=0 for
+// the low half, Q=1 for SQXTN2's high half; size 01: .4S to .4H, 00: .8H
+// to .8B).
+func requantMacros() []macro {
+	var ms []macro
+	for _, m := range macros {
+		if slices.Contains([]string{"VFADD", "VFMUL", "VFMAX", "VFMIN", "VFCVTNS", "VSCVTF"}, m.Name) {
+			ms = append(ms, m)
+		}
+	}
+	return append(ms,
+		macro{"VSQXTNH", 0x0e614800, "nd", "sqxtn vd.4h, vn.4s", "Vd.H[0:4] = int16 Vn, saturated; Vd.H[4:8] = 0"},
+		macro{"VSQXTN2H", 0x4e614800, "nd", "sqxtn2 vd.8h, vn.4s", "Vd.H[4:8] = int16 Vn, saturated; Vd.H[0:4] kept"},
+		macro{"VSQXTNB", 0x0e214800, "nd", "sqxtn vd.8b, vn.8h", "Vd.B[0:8] = int8 Vn.8H, saturated; Vd.B[8:16] = 0"},
+	)
 }
 
 // Params is the macro's parameter list.
@@ -235,7 +258,7 @@ func newFn(export, params string) (*fn, error) {
 			case "float32":
 				f.offs[id.Name] = off
 				off += 4
-			case "[]float32":
+			case "[]float32", "[]int8", "[]int32":
 				off = (off + 7) &^ 7
 				f.offs[id.Name+"_base"] = off
 				f.offs[id.Name+"_len"] = off + 8
@@ -246,7 +269,7 @@ func newFn(export, params string) (*fn, error) {
 			}
 		}
 	}
-	f.Frame = (off + 7) &^ 7
+	f.Frame = off // no results: the argument size is not rounded up
 	return f, nil
 }
 
@@ -395,6 +418,12 @@ type i8Ctx struct {
 	GroupBytes int
 }
 
+// requantCtx is the data of the requant template.
+type requantCtx struct {
+	ctx
+	Macros []macro
+}
+
 // render executes template name (file name.s.tmpl) with data into w.
 func render(w *bytes.Buffer, name string, data any) error {
 	t, err := template.New(name+".s.tmpl").Funcs(funcMap).ParseFS(templates, name+".s.tmpl")
@@ -489,6 +518,14 @@ func generate() (map[string][]byte, error) {
 		if err := render(&s, "i8"+strings.ToLower(k), i8Ctx{ctx: ctx{Fn: f}, GroupBytes: i8GroupBytes}); err != nil {
 			return nil, err
 		}
+	}
+	f, err := newFn("RequantRowsNEON", funcs["RequantRowsNEON"])
+	if err != nil {
+		return nil, err
+	}
+	i8Fns = append(i8Fns, f)
+	if err := render(&s, "requant", requantCtx{ctx: ctx{Fn: f}, Macros: requantMacros()}); err != nil {
+		return nil, err
 	}
 	files["i8_arm64.s"] = trim(s.Bytes())
 	stubs(&g, "i8_arm64.s", i8Fns)
