@@ -35,7 +35,7 @@ func buildTools(t *testing.T) string {
 		t.Skip("no sh to set ulimit -v")
 	}
 	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../train", "../infer", "../dump")
+	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../train", "../infer", "../dump", "../quantize")
 	cmd.Env = append(os.Environ(), "GOFLAGS=") // the tags of this test run (noasm) do not matter here
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
@@ -189,6 +189,20 @@ func TestHostileInputUnderMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	bigPNG := write(t, filepath.Join(dir, "big.png"), pngHeader(30000, 30000))
+	// int8 models: one declaring a huge I8 tensor in a tiny file, one whose
+	// config needs terabytes.
+	small, err := json.Marshal(string(capsnet.Presets()["tiny-deep"].JSON()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hugeI8 := write(t, filepath.Join(dir, "hugei8.int8.safetensors"), safetensorsHeader(`{"__metadata__":{"format":"capstan-int8/1","granularity":"capsule","config":`+string(small)+
+		`},"convs.0.weight":{"dtype":"I8","shape":[1099511627776],"data_offsets":[0,1099511627776]}}`, 64))
+	bigCfg, err := json.Marshal(string(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigI8 := write(t, filepath.Join(dir, "bigcfg.int8.safetensors"), safetensorsHeader(`{"__metadata__":{"format":"capstan-int8/1","granularity":"capsule","config":`+string(bigCfg)+
+		`},"dec.fc1.weight":{"dtype":"I8","shape":[1073741824,160],"data_offsets":[0,171798691840]}}`, 64))
 
 	out := filepath.Join(dir, "out")
 	cases := []struct {
@@ -216,6 +230,12 @@ func TestHostileInputUnderMemoryLimit(t *testing.T) {
 		{"infer huge config", []string{"infer", "-checkpoint", metaCk}, "checkpoint.safetensors"},
 		{"infer -batch 2^40", []string{"infer", "-checkpoint", goodCk, "-batch", "1099511627776"}, "-batch"},
 		{"infer huge PNG", []string{"infer", "-checkpoint", goodCk, "-image", bigPNG}, "big.png"},
+		{"infer int8 huge tensor", []string{"infer", "-checkpoint", hugeI8}, "hugei8.int8.safetensors"},
+		{"infer int8 huge config", []string{"infer", "-checkpoint", bigI8}, "bigcfg.int8.safetensors"},
+		{"quantize huge tensor", []string{"quantize", "-checkpoint", hugeTensor}, "checkpoint.safetensors"},
+		{"quantize huge config", []string{"quantize", "-checkpoint", metaCk}, "checkpoint.safetensors"},
+		{"quantize int8 as float", []string{"quantize", "-checkpoint", hugeI8}, "hugei8.int8.safetensors"},
+		{"quantize -calib-images 10^9", []string{"quantize", "-checkpoint", goodCk, "-calib-images", "1000000000"}, "-calib-images"},
 		{"dump huge tensor", []string{"dump", "-weights", hugeTensor, "-batch", hugeBatch, "-out", filepath.Join(dir, "d.safetensors")}, "checkpoint.safetensors"},
 		{"dump huge batch", []string{"dump", "-weights", goodCk, "-batch", hugeBatch, "-out", filepath.Join(dir, "d.safetensors")}, "batch.safetensors"},
 	}
