@@ -175,7 +175,7 @@ func compare(p *capsnet.Params, m *quant.Model, name, dir string, seed uint64, b
 	if err != nil {
 		return err
 	}
-	var acc [2]float64
+	var preds [2][]eval.Prediction
 	for k, mk := range []func() (*eval.Evaluator, error){
 		func() (*eval.Evaluator, error) { return eval.New(p, b, threads) },
 		func() (*eval.Evaluator, error) { return eval.NewInt8(m, b, threads) },
@@ -184,14 +184,15 @@ func compare(p *capsnet.Params, m *quant.Model, name, dir string, seed uint64, b
 		if err != nil {
 			return err
 		}
-		rep, err := ev.Confusion(vb)
+		preds[k], err = ev.Predictions(vb)
 		ev.Close()
 		if err != nil {
 			return err
 		}
-		acc[k] = rep.Accuracy()
 	}
-	fmt.Printf("accuracy on %s (%d images): float32 %.2f%%, int8 %.2f%% (%+.2f points)\n", ds.Name, ds.N, 100*acc[0], 100*acc[1], 100*(acc[1]-acc[0]))
+	c := eval.ComparePredictions(preds[0], preds[1])
+	fmt.Printf("accuracy on %s (%d images): float32 %.2f%%, int8 %.2f%% (%+.2f points); the int8 model predicts the float32 one's class on %.2f%% (%d images differ: %d fixed, %d broken)\n",
+		ds.Name, c.Total, 100*c.AccA, 100*c.AccB, 100*(c.AccB-c.AccA), 100*c.Agreement(), c.Differ, c.Fixed, c.Broken)
 	return nil
 }
 

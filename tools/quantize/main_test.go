@@ -22,7 +22,7 @@ func TestQuantize(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
-	for _, want := range []string{"float32 checkpoint " + ck, "int8 model " + out, "× the checkpoint", "accuracy on mnist-embedded-test (1000 images)", "float32 ", "int8 ", "points"} {
+	for _, want := range []string{"float32 checkpoint " + ck, "int8 model " + out, "× the checkpoint", "accuracy on mnist-embedded-test (1000 images)", "float32 ", "int8 ", "points", "predicts the float32 one's class on"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.Stdout)
 		}

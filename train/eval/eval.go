@@ -380,6 +380,51 @@ func (e *Evaluator) Predictions(b *data.Batcher) ([]Prediction, error) {
 	return out, err
 }
 
+// Comparison compares two models' predictions on the same images (e.g. a
+// float32 model and its int8 quantization).
+type Comparison struct {
+	Total int
+	// AccA and AccB are the two models' accuracies.
+	AccA, AccB float64
+	// Differ counts the images whose predicted classes differ; Fixed those
+	// B gets right and A wrong, Broken those A gets right and B wrong.
+	Differ, Fixed, Broken int
+}
+
+// Agreement is the fraction of images both models give the same class.
+func (c Comparison) Agreement() float64 {
+	return 1 - float64(c.Differ)/float64(max(c.Total, 1))
+}
+
+// ComparePredictions compares the predictions a and b of two models on the
+// same images, in the same order (Predictions of the same batcher); it
+// compares the first min(len(a), len(b)).
+func ComparePredictions(a, b []Prediction) Comparison {
+	n := min(len(a), len(b))
+	c := Comparison{Total: n}
+	var ra, rb int
+	for i := range n {
+		okA, okB := a[i].Pred == a[i].Label, b[i].Pred == b[i].Label
+		if okA {
+			ra++
+		}
+		if okB {
+			rb++
+		}
+		if a[i].Pred != b[i].Pred {
+			c.Differ++
+		}
+		switch {
+		case okB && !okA:
+			c.Fixed++
+		case okA && !okB:
+			c.Broken++
+		}
+	}
+	c.AccA, c.AccB = float64(ra)/float64(max(n, 1)), float64(rb)/float64(max(n, 1))
+	return c
+}
+
 // each runs Predict on every batch of epoch 0 of b and hands the valid
 // samples to f.
 func (e *Evaluator) each(b *data.Batcher, f func(batch *data.Batch, labels, pred []int)) error {

@@ -370,3 +370,12 @@ func TestInt8Evaluator(t *testing.T) {
 		}
 	}
 }
+
+func TestComparePredictions(t *testing.T) {
+	a := []Prediction{{0, 1, 1}, {1, 2, 2}, {2, 3, 0}, {3, 4, 5}, {4, 5, 5}}
+	b := []Prediction{{0, 1, 1}, {1, 2, 7}, {2, 3, 3}, {3, 4, 6}, {4, 5, 5}}
+	c := ComparePredictions(a, b)
+	if c.Total != 5 || c.Differ != 3 || c.Fixed != 1 || c.Broken != 1 || c.AccA != 0.6 || c.AccB != 0.6 || c.Agreement() != 0.4 {
+		t.Errorf("%+v, agreement %v", c, c.Agreement())
+	}
+}
