@@ -327,7 +327,7 @@ func commandLine(args []string) string {
 }
 
 func presetHint() []string {
-	return []string{"sabour-small", "sabour", "deep", "deep-uniform", "deep-nN-dD-LL"}
+	return []string{"sabour-small", "sabour", "deep", "deep-uniform", "deep-nN-dD-LL", "deep-nN-dD-LL-uniform"}
 }
 
 func isTerminal(f *os.File) bool {
