@@ -14,18 +14,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -158,7 +155,7 @@ func run(args []string) error {
 	// Ctrl-C, and SIGTERM (what a cluster scheduler sends before killing a
 	// job), stop training after the current step and a checkpoint; the
 	// process then exits 128 + the signal's number.
-	ctx, sig, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, sig, stop := cli.NotifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images held out, %d test images reported beside), %d epochs, batch %d, placement %s, kernels %s\n",
 		cfg.Name, *dataName, trainSet.N, o.Val.N, testSet.N, o.Epochs, o.Batch, o.PlacementHint(), kernels.Impl())
@@ -220,28 +217,6 @@ func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, ba
 		return cli.Usagef("-out: an output directory is required")
 	}
 	return nil
-}
-
-// notifyContext is signal.NotifyContext that also tells which signal
-// cancelled the context (nil before one arrived): the exit status says it.
-func notifyContext(signals ...os.Signal) (ctx context.Context, sig func() os.Signal, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, signals...)
-	var got atomic.Value
-	go func() {
-		select {
-		case s := <-ch:
-			got.Store(s)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	sig = func() os.Signal {
-		s, _ := got.Load().(os.Signal)
-		return s
-	}
-	return ctx, sig, func() { signal.Stop(ch); cancel() }
 }
 
 // planFlags are the flags a resumed run takes from its checkpoint
