@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/sweep"
@@ -176,5 +177,33 @@ func TestRunSIGTERM(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, tasks[0].Result)); err == nil {
 		t.Error("a result file after SIGTERM")
+	}
+}
+
+// TestPlanGridFile: a grid file's config-file models are made absolute
+// (a task's path is relative to the manifest's directory otherwise) and
+// keep their own routing kind without a routing axis.
+func TestPlanGridFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "my-model.json")
+	if err := os.WriteFile(cfg, []byte(capsnet.Presets()["tiny-deep-uniform"].JSON()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grid := filepath.Join(dir, "grid.json")
+	if err := os.WriteFile(grid, []byte(`{"name":"mine","models":["my-model.json","tiny-deep"],"seeds":[7],"data":"embedded","eval":"affnist-embedded","k":10,"epochs":1,"batch":32,"threads":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "sweep")
+	cmd := clitest.Command(t, nil, "plan", "-grid", "grid.json", "-out", out, "-img-per-s", "100")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("plan -grid: %v\n%s", err, b)
+	}
+	tasks, err := sweep.ReadManifest(filepath.Join(out, sweep.ManifestName))
+	if err != nil || len(tasks) != 2 {
+		t.Fatalf("manifest: %+v, %v", tasks, err)
+	}
+	if tasks[0].Model != cfg || tasks[0].Routing != "uniform" || tasks[0].Arch != "my-model" || tasks[1].Model != "tiny-deep" || tasks[1].Routing != "rba" || tasks[1].Seed != 7 {
+		t.Errorf("tasks %+v", tasks)
 	}
 }
