@@ -191,8 +191,10 @@ func DeepInitStd(dIn int) float64 { return 1.5 / math.Sqrt(float64(dIn)) }
 // Presets returns the named model configurations: sabour, sabour-small,
 // deep (n=16, d=8, L=4, r=10), deep-uniform, deep's variants
 // deep-he-normal, deep-glorot-uniform and deep-sum-loss, the test models tiny-sabour, tiny-deep,
-// tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), and the
-// paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64).
+// tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), the
+// paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64, routing by
+// agreement, r 10) and its uniform-routing twins deep-nN-dD-LL-uniform
+// (the baseline beside each grid model, issue 12's sweeps).
 func Presets() map[string]Config {
 	p := map[string]Config{"sabour": Sabour()}
 	for name, uniform := range map[string]bool{"deep": false, "deep-uniform": true} {
@@ -243,6 +245,9 @@ func Presets() map[string]Config {
 				c := Deep(n, d, L, 10, false)
 				c.Name = fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L)
 				p[c.Name] = c
+				u := Deep(n, d, L, 10, true)
+				u.Name = c.Name + "-uniform"
+				p[u.Name] = u
 			}
 		}
 	}
@@ -266,7 +271,7 @@ func LoadConfig(name string) (Config, error) {
 		return c, c.Validate()
 	}
 	if _, err := os.Stat(name); err != nil && !strings.HasSuffix(name, ".json") {
-		return Config{}, fmt.Errorf("unknown model %q: not a preset (sabour, deep, deep-uniform, tiny-*, deep-nN-dD-LL) nor a config file", name)
+		return Config{}, fmt.Errorf("unknown model %q: not a preset (sabour, deep, deep-uniform, tiny-*, deep-nN-dD-LL, deep-nN-dD-LL-uniform) nor a config file", name)
 	}
 	f, err := os.Open(name)
 	if err != nil {

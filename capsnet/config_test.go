@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -271,5 +272,39 @@ func TestDuplicateLayerNames(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate: %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// TestUniformGridPresets: every grid preset deep-nN-dD-LL has a uniform
+// twin of the same architecture that differs only in its routing kind.
+func TestUniformGridPresets(t *testing.T) {
+	p := Presets()
+	twins := 0
+	for name, c := range p {
+		if !strings.HasPrefix(name, "deep-n") || strings.HasSuffix(name, "-uniform") {
+			continue
+		}
+		u, ok := p[name+"-uniform"]
+		if !ok {
+			t.Errorf("%s: no preset %s-uniform", name, name)
+			continue
+		}
+		twins++
+		if len(u.Caps) != len(c.Caps) {
+			t.Fatalf("%s-uniform: %d capsule layers, %s %d", name, len(u.Caps), name, len(c.Caps))
+		}
+		for i := range c.Caps {
+			if u.Caps[i].Routing != "uniform" || c.Caps[i].Routing != "rba" {
+				t.Errorf("%s layer %d: routing %q, its twin %q", name, i, c.Caps[i].Routing, u.Caps[i].Routing)
+			}
+			uc := u.Caps[i]
+			uc.Routing = c.Caps[i].Routing
+			if !reflect.DeepEqual(uc, c.Caps[i]) {
+				t.Errorf("%s layer %d: the twin differs in more than routing: %+v vs %+v", name, i, u.Caps[i], c.Caps[i])
+			}
+		}
+	}
+	if twins != 96 {
+		t.Errorf("%d grid presets with a uniform twin, want 96 (8 depths × 3 capsule counts × 4 dimensions)", twins)
 	}
 }

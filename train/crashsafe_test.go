@@ -89,7 +89,7 @@ func TestRunDirLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), tinyOptions(t, dir))
-	if err == nil || !strings.Contains(err.Error(), "in use by another trainer") || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "in use by another trainer") || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
 		t.Fatalf("second trainer on a locked directory: %v", err)
 	}
 	release()

@@ -34,6 +34,10 @@ func isOptimizerFile(name string) bool {
 	return name == OptimizerName || (strings.HasPrefix(name, "optimizer-") && strings.HasSuffix(name, ".safetensors"))
 }
 
+// ErrLocked is wrapped by the error of Run when another trainer holds the
+// run directory's lock (errors.Is): a scheduler may retry later.
+var ErrLocked = errors.New("run directory in use")
+
 // lockRunDir takes the run directory's lock, or returns an error naming
 // the process that holds it. release drops it.
 func lockRunDir(dir string) (release func(), err error) {
@@ -50,7 +54,7 @@ func lockRunDir(dir string) (release func(), err error) {
 			if who == "" {
 				who = "a process that has not written its id yet"
 			}
-			return nil, fmt.Errorf("run directory %s is in use by another trainer (%s); wait for it to finish or choose another -out", dir, who)
+			return nil, fmt.Errorf("%w: %s is in use by another trainer (%s); wait for it to finish or choose another -out", ErrLocked, dir, who)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

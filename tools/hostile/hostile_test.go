@@ -35,7 +35,7 @@ func buildTools(t *testing.T) string {
 		t.Skip("no sh to set ulimit -v")
 	}
 	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../train", "../infer", "../dump", "../quantize")
+	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../train", "../infer", "../dump", "../quantize", "../sweep")
 	cmd.Env = append(os.Environ(), "GOFLAGS=") // the tags of this test run (noasm) do not matter here
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
@@ -204,6 +204,14 @@ func TestHostileInputUnderMemoryLimit(t *testing.T) {
 	bigI8 := write(t, filepath.Join(dir, "bigcfg.int8.safetensors"), safetensorsHeader(`{"__metadata__":{"format":"capstan-int8/1","granularity":"capsule","config":`+string(bigCfg)+
 		`},"dec.fc1.weight":{"dtype":"I8","shape":[1073741824,160],"data_offsets":[0,171798691840]}}`, 64))
 
+	// Sweep manifests and grids: a line past the bound, tasks asking for a
+	// million threads or a batch of 2^40, a grid of 10^9 tasks.
+	task := `{"index":0,"model":"tiny-deep","arch":"tiny-deep","routing":"rba","seed":1,"data":"embedded","eval":"embedded","target":0,"epochs":1,"batch":64,"threads":1,"dir":"runs/0","result":"results/0.json"}`
+	longLine := write(t, filepath.Join(dir, "long", "manifest.ndjson"), []byte(`{"index":0,"model":"`+strings.Repeat("x", 1<<20)+`"}`+"\n"))
+	threads := write(t, filepath.Join(dir, "threads", "manifest.ndjson"), []byte(strings.Replace(task, `"threads":1`, `"threads":1000000`, 1)+"\n"))
+	batch := write(t, filepath.Join(dir, "batch", "manifest.ndjson"), []byte(strings.Replace(task, `"batch":64`, `"batch":1099511627776`, 1)+"\n"))
+	grid := write(t, filepath.Join(dir, "grid.json"), []byte(`{"depths":[1,2,3,4,5,6,7,8,9,10],"capsules":[`+strings.TrimSuffix(strings.Repeat("16,", 10000), ",")+`],"dims":[8],"routing":["rba"],"seeds":[`+strings.TrimSuffix(strings.Repeat("1,", 10000), ",")+`],"data":"embedded","eval":"embedded","epochs":1,"batch":64,"threads":1}`))
+
 	out := filepath.Join(dir, "out")
 	cases := []struct {
 		name string
@@ -237,6 +245,10 @@ func TestHostileInputUnderMemoryLimit(t *testing.T) {
 		{"quantize int8 as float", []string{"quantize", "-checkpoint", hugeI8}, "hugei8.int8.safetensors"},
 		{"quantize -calib-images 10^9", []string{"quantize", "-checkpoint", goodCk, "-calib-images", "1000000000"}, "-calib-images"},
 		{"dump huge tensor", []string{"dump", "-weights", hugeTensor, "-batch", hugeBatch, "-out", filepath.Join(dir, "d.safetensors")}, "checkpoint.safetensors"},
+		{"sweep run manifest line 1 MiB", []string{"sweep", "run", "-manifest", longLine, "-index", "0"}, "line 1: longer than"},
+		{"sweep run manifest -threads 10^6", []string{"sweep", "run", "-manifest", threads, "-index", "0"}, "field threads"},
+		{"sweep run manifest -batch 2^40", []string{"sweep", "run", "-manifest", batch, "-index", "0"}, "field batch"},
+		{"sweep plan grid 10^9 tasks", []string{"sweep", "plan", "-grid", grid, "-out", out}, "tasks"},
 		{"dump huge batch", []string{"dump", "-weights", goodCk, "-batch", hugeBatch, "-out", filepath.Join(dir, "d.safetensors")}, "batch.safetensors"},
 	}
 	for _, tc := range cases {

@@ -14,17 +14,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -126,60 +124,41 @@ func run(args []string) error {
 			*nVal = v
 		}
 	}
-	if *nVal == 0 {
-		*nVal = data.ValidationSize(*dataName)
-	}
-	splits, err := data.LoadSplits(*dataName, *dataDir, *nVal)
-	if err != nil {
-		if given["val"] {
-			return cli.UsageError{Err: fmt.Errorf("-val %d: %w", *nVal, err)}
-		}
-		return fmt.Errorf("-data %s: %w", *dataName, err)
-	}
-	trainSet, testSet := splits.Train, splits.Test
-	o := train.DefaultOptions(cfg)
-	o.Train, o.Val, o.Test = trainSet, splits.Val, testSet
-	if cfg.Input[1] != trainSet.H || cfg.Input[2] != trainSet.W {
-		// The paper's recipe: digits at a random position on an empty canvas
-		// for training, centred for validation.
-		o.TrainPlacement, o.ValPlacement, o.Canvas = data.PlacementRandom, data.PlacementCenter, cfg.Input[1]
-		if *shift != 0 && given["shift"] {
-			return cli.Usagef("-shift %d: model %s takes %d×%d images, %s has %d×%d: its digits are placed at random on the canvas, not shifted (leave -shift out)",
-				*shift, cfg.Name, cfg.Input[1], cfg.Input[2], trainSet.Name, trainSet.H, trainSet.W)
-		}
-	} else if *shift != 0 {
-		if *shift >= min(trainSet.H, trainSet.W) {
-			return cli.Usagef("-shift %d: want 0 to %d pixels for %d×%d images", *shift, min(trainSet.H, trainSet.W)-1, trainSet.H, trainSet.W)
-		}
-		o.TrainPlacement, o.MaxShift = data.PlacementShift, *shift
-	}
-	o.Epochs, o.Batch = 30, 512
-	if *dataName == "embedded" {
-		o.Epochs, o.Batch = 5, 64
-	}
+	rec := train.Recipe{Model: cfg, Data: *dataName, DataDir: *dataDir, ValImages: *nVal, Shift: *shift, ShiftDefault: !given["shift"]}
 	if given["epochs"] {
-		o.Epochs = *epochs
+		rec.Epochs = *epochs
 	}
 	if given["batch"] {
-		o.Batch = *batch
+		rec.Batch = *batch
 	}
+	o, err := rec.Options()
+	var re *train.RecipeError
+	switch {
+	case errors.As(err, &re) && re.Field == "shift":
+		return cli.UsageError{Err: err}
+	case errors.As(err, &re) && re.Field == "val" && given["val"]:
+		return cli.UsageError{Err: fmt.Errorf("-val %d: %w", *nVal, err)}
+	case err != nil:
+		return fmt.Errorf("-data %s: %w", *dataName, err)
+	}
+	trainSet, testSet := o.Train, o.Test
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
 	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *target, *seed, *out, *resume, ck
 	o.Overwrite, o.Telemetry = *overwrite, *tele
 	fs.Set("epochs", strconv.Itoa(o.Epochs)) // the plan records the values in effect, not "default"
 	fs.Set("batch", strconv.Itoa(o.Batch))
 	fs.Set("shift", strconv.Itoa(o.MaxShift)) // 0 when the images are placed on a canvas
-	o.Provenance = map[string]string{"data": *dataName, "val_images": strconv.Itoa(splits.Val.N), "command": commandLine(args), "plan": plan(fs)}
+	o.Provenance["command"], o.Provenance["plan"] = commandLine(args), plan(fs)
 	o.Log = os.Stdout
 	o.Progress = !*plain && isTerminal(os.Stdout)
 
 	// Ctrl-C, and SIGTERM (what a cluster scheduler sends before killing a
 	// job), stop training after the current step and a checkpoint; the
 	// process then exits 128 + the signal's number.
-	ctx, sig, stop := notifyContext(os.Interrupt, syscall.SIGTERM)
+	ctx, sig, stop := cli.NotifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images held out, %d test images reported beside), %d epochs, batch %d, placement %s, kernels %s\n",
-		cfg.Name, *dataName, trainSet.N, splits.Val.N, testSet.N, o.Epochs, o.Batch, placementHint(o), kernels.Impl())
+		cfg.Name, *dataName, trainSet.N, o.Val.N, testSet.N, o.Epochs, o.Batch, o.PlacementHint(), kernels.Impl())
 	res, err := train.Run(ctx, o)
 	if err != nil {
 		return err
@@ -192,7 +171,7 @@ func run(args []string) error {
 		return nil
 	}
 	last := res.Epochs[len(res.Epochs)-1]
-	fmt.Printf("done: validation accuracy %.2f%% (%s), test accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, splits.Val.Name, 100*last.TestAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
+	fmt.Printf("done: validation accuracy %.2f%% (%s), test accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, o.Val.Name, 100*last.TestAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
 	fmt.Printf("evaluate it: %s -checkpoint %s -data %s\n", cli.Invocation("infer"), cli.ShellQuote(res.Checkpoint), *dataName)
 	return nil
 }
@@ -238,39 +217,6 @@ func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, ba
 		return cli.Usagef("-out: an output directory is required")
 	}
 	return nil
-}
-
-// notifyContext is signal.NotifyContext that also tells which signal
-// cancelled the context (nil before one arrived): the exit status says it.
-func notifyContext(signals ...os.Signal) (ctx context.Context, sig func() os.Signal, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, signals...)
-	var got atomic.Value
-	go func() {
-		select {
-		case s := <-ch:
-			got.Store(s)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	sig = func() os.Signal {
-		s, _ := got.Load().(os.Signal)
-		return s
-	}
-	return ctx, sig, func() { signal.Stop(ch); cancel() }
-}
-
-// placementHint describes how training images are placed.
-func placementHint(o train.Options) string {
-	switch o.TrainPlacement {
-	case data.PlacementShift:
-		return fmt.Sprintf("shift ±%d px", o.MaxShift)
-	case data.PlacementRandom:
-		return fmt.Sprintf("random on %d×%d", o.Canvas, o.Canvas)
-	}
-	return o.TrainPlacement.String()
 }
 
 // planFlags are the flags a resumed run takes from its checkpoint
@@ -327,7 +273,7 @@ func commandLine(args []string) string {
 }
 
 func presetHint() []string {
-	return []string{"sabour-small", "sabour", "deep", "deep-uniform", "deep-nN-dD-LL"}
+	return []string{"sabour-small", "sabour", "deep", "deep-uniform", "deep-nN-dD-LL", "deep-nN-dD-LL-uniform"}
 }
 
 func isTerminal(f *os.File) bool {

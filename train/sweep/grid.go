@@ -1,0 +1,246 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/train/data"
+)
+
+// Grid is a sweep's definition (a JSON file or a named preset, Presets):
+// the models, either explicit (Models: presets or config files) or the
+// paper's grid axes (Depths × Capsules × Dims: the presets deep-nN-dD-LL),
+// each with every routing kind of Routing and every seed of Seeds, and the
+// settings every task shares.
+type Grid struct {
+	Name string `json:"name"`
+	// Models are presets or JSON config files (relative to the
+	// manifest's directory); with Routing, "uniform" takes each preset's
+	// uniform twin NAME-uniform. Exclusive with the axes.
+	Models []string `json:"models,omitempty"`
+	// Depths (routing layers L), Capsules (n) and Dims (d) span the grid
+	// presets deep-nN-dD-LL (routing by agreement, r 10).
+	Depths   []int `json:"depths,omitempty"`
+	Capsules []int `json:"capsules,omitempty"`
+	Dims     []int `json:"dims,omitempty"`
+	// Routing kinds, "rba" and/or "uniform" (empty with Models: each
+	// model as it is).
+	Routing []string `json:"routing,omitempty"`
+	Seeds   []uint64 `json:"seeds"`
+	// Data, Eval, K, Target, Epochs, Batch, Threads: as in Task.
+	Data    string  `json:"data"`
+	Eval    string  `json:"eval"`
+	K       int     `json:"k,omitempty"`
+	Target  float64 `json:"target"`
+	Epochs  int     `json:"epochs"`
+	Batch   int     `json:"batch"`
+	Threads int     `json:"threads"`
+}
+
+// Bounds of a grid and of a manifest's fields (untrusted input: a typo or
+// a hostile file, not a sweep).
+const (
+	MaxTasks    = 100_000   // tasks in a manifest (the paper's grid has 576)
+	MaxEpochs   = 1_000_000 // as tools/train's -epochs
+	MaxThreads  = 4096      // as tools/train's -threads
+	MaxAxis     = 1 << 16   // depth, capsule count, dimension
+	maxGridFile = 1 << 20
+)
+
+// Presets are the named grids:
+//
+//   - "paper": the paper's architecture grid, 96 architectures (routing
+//     layers 1–8 × 16/32/64 capsules × dimension 8/16/32/64) × routing by
+//     agreement and uniform routing × seeds 1–3 = 576 tasks, trained on
+//     MNIST (40×40 canvas) to 99.20% validation accuracy (at most 60
+//     epochs of 512, 2 threads each) and analysed on 10,000 AffNIST
+//     images;
+//   - "paper-small": the same recipe on the paper's main shape (16
+//     capsules of dimension 8) at every depth, one seed: 16 tasks;
+//   - "tiny": tiny-deep and tiny-deep-uniform × seeds 1, 2 on the
+//     embedded MNIST subset, 2 epochs, analysed on 200 embedded test
+//     images, 1 thread: the CI sweep.
+func Presets() map[string]Grid {
+	paper := Grid{Name: "paper", Depths: []int{1, 2, 3, 4, 5, 6, 7, 8}, Capsules: []int{16, 32, 64}, Dims: []int{8, 16, 32, 64},
+		Routing: []string{"rba", "uniform"}, Seeds: []uint64{1, 2, 3},
+		Data: "mnist", Eval: "affnist", K: 10000, Target: 0.992, Epochs: 60, Batch: 512, Threads: 2}
+	small := paper
+	small.Name, small.Capsules, small.Dims, small.Seeds = "paper-small", []int{16}, []int{8}, []uint64{1}
+	tiny := Grid{Name: "tiny", Models: []string{"tiny-deep"}, Routing: []string{"rba", "uniform"}, Seeds: []uint64{1, 2},
+		Data: "embedded", Eval: "embedded", K: 200, Target: 0, Epochs: 2, Batch: 64, Threads: 1}
+	return map[string]Grid{"paper": paper, "paper-small": small, "tiny": tiny}
+}
+
+// PresetNames lists Presets' names, sorted.
+func PresetNames() []string {
+	var names []string
+	for k := range Presets() {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ReadGrid reads a grid JSON file (unknown fields are errors) and checks
+// it (Grid.Validate).
+func ReadGrid(path string) (Grid, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Grid{}, fmt.Errorf("grid: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxGridFile+1))
+	if err != nil {
+		return Grid{}, fmt.Errorf("grid %s: %w", path, err)
+	}
+	if len(b) > maxGridFile {
+		return Grid{}, fmt.Errorf("grid %s: more than %d KiB, not a grid", path, maxGridFile>>10)
+	}
+	var g Grid
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&g); err != nil {
+		return Grid{}, fmt.Errorf("grid %s: %v", path, err)
+	}
+	if err := g.Validate(); err != nil {
+		return Grid{}, fmt.Errorf("grid %s: %w", path, err)
+	}
+	return g, nil
+}
+
+// Validate checks a grid's fields and that it has at most MaxTasks tasks.
+func (g Grid) Validate() error {
+	axes := len(g.Depths) + len(g.Capsules) + len(g.Dims)
+	switch {
+	case len(g.Models) > 0 && axes > 0:
+		return fmt.Errorf("models and depths/capsules/dims: give one or the other")
+	case len(g.Models) == 0 && (len(g.Depths) == 0 || len(g.Capsules) == 0 || len(g.Dims) == 0):
+		return fmt.Errorf("no models: give models, or depths, capsules and dims")
+	case len(g.Seeds) == 0:
+		return fmt.Errorf("seeds: at least one")
+	case len(g.Models) == 0 && len(g.Routing) == 0:
+		return fmt.Errorf("routing: at least one of rba, uniform for the grid axes")
+	}
+	for _, ax := range []struct {
+		name string
+		v    []int
+	}{{"depths", g.Depths}, {"capsules", g.Capsules}, {"dims", g.Dims}} {
+		for _, v := range ax.v {
+			if v < 1 || v > MaxAxis {
+				return fmt.Errorf("%s: %d: want 1 to %d", ax.name, v, MaxAxis)
+			}
+		}
+	}
+	for _, r := range g.Routing {
+		if r != "rba" && r != "uniform" {
+			return fmt.Errorf("routing: %q: want rba or uniform", r)
+		}
+	}
+	n := float64(max(len(g.Models), 1)) * float64(max(len(g.Depths), 1)*max(len(g.Capsules), 1)) * float64(max(len(g.Dims), 1)) *
+		float64(max(len(g.Routing), 1)) * float64(len(g.Seeds))
+	if n > MaxTasks {
+		return fmt.Errorf("%.0f tasks: at most %d", n, MaxTasks)
+	}
+	return checkSettings(g.Data, g.Eval, g.K, g.Target, g.Epochs, g.Batch, g.Threads)
+}
+
+// checkSettings checks the settings a grid and a task share.
+func checkSettings(dataName, eval string, k int, target float64, epochs, batch, threads int) error {
+	switch {
+	case !slices.Contains(data.DataSets, dataName):
+		return fmt.Errorf("data: %q: want one of %s", dataName, strings.Join(data.DataSets, ", "))
+	case !slices.Contains(data.TestSets, eval):
+		return fmt.Errorf("eval: %q: want one of %s", eval, strings.Join(data.TestSets, ", "))
+	case k < 0 || k > data.MaxImages:
+		return fmt.Errorf("k: %d: want 0 (all) to %d", k, data.MaxImages)
+	case !(target >= 0 && target <= 1) || math.IsNaN(target):
+		return fmt.Errorf("target: %v: want an accuracy in [0, 1]", target)
+	case epochs < 1 || epochs > MaxEpochs:
+		return fmt.Errorf("epochs: %d: want 1 to %d", epochs, MaxEpochs)
+	case batch < 1 || batch > capsnet.MaxBatch:
+		return fmt.Errorf("batch: %d: want 1 to %d", batch, capsnet.MaxBatch)
+	case threads < 1 || threads > MaxThreads:
+		return fmt.Errorf("threads: %d: want 1 to %d", threads, MaxThreads)
+	case batch < threads:
+		return fmt.Errorf("batch %d: less than one image per thread (threads %d)", batch, threads)
+	}
+	return nil
+}
+
+// Expand returns the grid's tasks in their stable order: models (or the
+// axes depth, capsules, dim, outermost first) outer, then routing, then
+// seed innermost; Index is the position, Dir runs/TTTTT-ARCH-ROUTING-sSEED
+// and Result results/TTTTT.json (TTTTT the index, five digits). A model
+// named with the routing axis must be a preset whose uniform twin
+// NAME-uniform is a preset too when Routing holds "uniform"; without it, a
+// config file is read (relative to the working directory) for its routing
+// kind.
+func Expand(g Grid) ([]Task, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	type arch struct {
+		model, arch string
+		depth, n, d int
+	}
+	var archs []arch
+	for _, m := range g.Models {
+		a := strings.TrimSuffix(filepath.Base(m), ".json")
+		archs = append(archs, arch{model: m, arch: a})
+	}
+	for _, L := range g.Depths {
+		for _, n := range g.Capsules {
+			for _, d := range g.Dims {
+				archs = append(archs, arch{fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L), fmt.Sprintf("n%d-d%d-L%d", n, d, L), L, n, d})
+			}
+		}
+	}
+	presets := capsnet.Presets()
+	var tasks []Task
+	for _, a := range archs {
+		routings := g.Routing
+		if len(routings) == 0 {
+			routings = []string{""} // the model's own
+		}
+		for _, r := range routings {
+			model := a.model
+			if r == "uniform" {
+				model += "-uniform"
+			}
+			cfg, isPreset := presets[model]
+			if r != "" && !isPreset {
+				return nil, fmt.Errorf("model %s with routing %s: %s is not a preset (routing applies to presets with a uniform twin NAME-uniform; name config files without routing)", a.model, r, model)
+			}
+			rk := r
+			if rk == "" { // the model's own routing kind: read its config
+				if !isPreset {
+					var err error
+					if cfg, err = capsnet.LoadConfig(model); err != nil {
+						return nil, fmt.Errorf("models: %w", err)
+					}
+				}
+				rk = "rba"
+				if len(cfg.Caps) > 0 && cfg.Caps[0].Routing == "uniform" {
+					rk = "uniform"
+				}
+			}
+			for _, s := range g.Seeds {
+				i := len(tasks)
+				tasks = append(tasks, Task{Index: i, Model: model, Arch: a.arch, Routing: rk, Depth: a.depth, Capsules: a.n, Dim: a.d, Seed: s,
+					Data: g.Data, Eval: g.Eval, K: g.K, Target: g.Target, Epochs: g.Epochs, Batch: g.Batch, Threads: g.Threads,
+					Dir:    fmt.Sprintf("runs/%05d-%s-%s-s%d", i, a.arch, rk, s),
+					Result: fmt.Sprintf("results/%05d.json", i)})
+			}
+		}
+	}
+	return tasks, nil
+}
