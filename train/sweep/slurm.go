@@ -12,8 +12,7 @@ import (
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
-	"github.com/capstan-ml/capstan/kernels"
-	"github.com/capstan-ml/capstan/train"
+	"github.com/capstan-ml/capstan/graph"
 )
 
 // RuntimeMargin is the memory a task needs besides its model, optimizer
@@ -116,10 +115,11 @@ type Planner struct {
 // TaskMemory returns the memory plan of task t: the plan of the
 // train.Trainer a run makes (train.NewTrainer at the task's batch and
 // threads: the parameters, the optimizer state and min(Threads, Batch)
-// training replicas, capsnet.NewNet at the batch split between them), the analysis' inference graph, the data sets and
-// RuntimeMargin. Compiling a replica allocates its arena, untouched (the
-// operating system commits it on first use), and refuses a model beyond
-// the memory limit of one model (capsnet.ModelMemoryLimit).
+// training replicas, capsnet.NewNet at the batch split between them; all
+// from capsnet.TrainingPlan, nothing allocated), the analysis' inference graph, the data sets and
+// RuntimeMargin. The plans are made without allocating and without this
+// machine's memory limit of one model: a login node sizes jobs for
+// larger compute nodes.
 func (pl *Planner) TaskMemory(t Task) (Memory, error) {
 	if t.Batch <= 0 || t.Threads <= 0 {
 		return Memory{}, fmt.Errorf("task %d: batch %d and threads %d must be positive", t.Index, t.Batch, t.Threads)
@@ -154,28 +154,58 @@ func modelMemory(dir, model string, batch, threads int) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
-	p, err := capsnet.NewParams(cfg)
+	var m Memory
+	threads = min(threads, batch)
+	// As train.NewTrainer: the first batch%threads replicas take one more.
+	sizes := map[int]int{batch / threads: threads - batch%threads}
+	if batch%threads > 0 {
+		sizes[batch/threads+1] = batch % threads
+	}
+	for b, count := range sizes {
+		params, net, err := capsnet.TrainingPlan(cfg, b, false)
+		if err != nil {
+			return Memory{}, err
+		}
+		m.Params = params.Total
+		m.Replicas += int64(count) * net.Total
+	}
+	_, inf, err := capsnet.TrainingPlan(cfg, batch, true)
 	if err != nil {
 		return Memory{}, err
 	}
-	// The trainer as train.Run makes it: its plan is the parameters, the
-	// optimizer state and every replica's training graph.
-	t, err := train.NewTrainer(p, batch, threads, kernels.DefaultAdamParams())
-	if err != nil {
+	m.Analysis = inf.Total
+	if m.Optimizer, err = optimizerBytes(cfg); err != nil {
 		return Memory{}, err
 	}
-	defer t.Close()
-	m := Memory{Params: p.Arena.Plan().Total}
-	for _, r := range t.Reps {
-		m.Replicas += r.Plan().Total
-	}
-	m.Optimizer = t.Plan().Total - m.Params - m.Replicas
-	n, err := capsnet.NewInferenceNet(p, batch)
-	if err != nil {
-		return Memory{}, err
-	}
-	m.Analysis = n.Plan().Total
 	return m, nil
+}
+
+// errPlanned stops an arena's Seal at its plan (optimizerBytes).
+var errPlanned = errors.New("planned")
+
+// optimizerBytes is the size of train.Trainer's optimizer arena (a
+// gradient and Adam's two moments per parameter, declared as it declares
+// them), planned without allocating it.
+func optimizerBytes(cfg capsnet.Config) (int64, error) {
+	specs, err := cfg.ParamSpecs()
+	if err != nil {
+		return 0, err
+	}
+	a := graph.NewArena()
+	for _, sp := range specs {
+		n := 1
+		for _, d := range sp.TorchShape {
+			n *= d
+		}
+		a.Alloc("adam.m."+sp.Name, graph.State, n)
+		a.Alloc("adam.v."+sp.Name, graph.State, n)
+		a.Alloc("grad."+sp.Name, graph.Grad, n)
+	}
+	a.SetSizeCheck(func(int64) error { return errPlanned })
+	if err := a.Seal(); err != errPlanned {
+		return 0, fmt.Errorf("optimizer state: %v", err)
+	}
+	return a.Plan().Total, nil
 }
 
 // SlurmOptions are the settings of a Slurm array job.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train"
 )
 
 // tinyTasks are four tasks of the CI sweep's kind: tiny-deep and
@@ -76,6 +78,14 @@ func TestTaskMemory(t *testing.T) {
 	if want := 2 * n.Plan().Total; m.Replicas != want {
 		t.Errorf("replicas %d bytes, want 2 × %d", m.Replicas, n.Plan().Total)
 	}
+	tr, err := train.NewTrainer(p, task.Batch, task.Threads, kernels.DefaultAdamParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if got, want := m.Params+m.Optimizer+m.Replicas, tr.Plan().Total; got != want {
+		t.Errorf("params + optimizer + replicas %d bytes, train.NewTrainer's plan %d", got, want)
+	}
 	if m.Analysis <= 0 || m.Analysis >= m.Replicas {
 		t.Errorf("analysis %d bytes: want an inference graph, less than the training replicas' %d", m.Analysis, m.Replicas)
 	}
@@ -93,6 +103,12 @@ func TestTaskMemory(t *testing.T) {
 	}
 	if m1.Total() >= m.Total() {
 		t.Errorf("one thread needs %d bytes, two %d: want less", m1.Total(), m.Total())
+	}
+	// A login node plans for larger compute nodes: its memory limit of
+	// one model does not apply.
+	t.Setenv(capsnet.MemoryEnv, "1MiB")
+	if m2, err := (&Planner{}).TaskMemory(task); err != nil || m2 != m {
+		t.Errorf("under a 1 MiB model limit: %+v, %v; want %+v", m2, err, m)
 	}
 	for _, bad := range []Task{{Model: "nope", Batch: 8, Threads: 1, Data: "embedded"}, {Model: "tiny-deep", Batch: 0, Threads: 1, Data: "embedded"}, {Model: "tiny-deep", Batch: 8, Threads: 1, Data: "imagenet"}, {Model: "tiny-deep", Batch: 8, Threads: 1, Data: "mnist", Eval: "svhn"}} {
 		if _, err := (&Planner{}).TaskMemory(bad); err == nil {
