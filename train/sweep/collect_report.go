@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -46,6 +47,9 @@ func seeds(a Arch) string { return fmt.Sprintf("%d/%d", a.RBA.Seeds, a.Uniform.S
 type table struct {
 	head []string
 	rows [][]string
+	// text is the number of leading columns of text (left-aligned in
+	// Markdown; at least the first).
+	text int
 }
 
 func (s *Summary) problemTable() table {
@@ -63,7 +67,7 @@ func (s *Summary) problemTable() table {
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].index < rows[j].index })
-	t := table{head: []string{"task", "model", "seed", "state", "problem"}}
+	t := table{head: []string{"task", "model", "seed", "state", "problem"}, text: 5}
 	for _, r := range rows {
 		t.rows = append(t.rows, r.cells)
 	}
@@ -119,7 +123,7 @@ func writeMDTable(b *strings.Builder, t table) {
 	}
 	b.WriteString("\n|")
 	for i := range t.head {
-		if i == 0 {
+		if i == 0 || i < t.text {
 			b.WriteString("---|")
 		} else {
 			b.WriteString("---:|")
@@ -353,12 +357,13 @@ func (s *Summary) heatmaps() (string, error) {
 		title  string
 		g      accGrid
 		lo, hi float64
+		div    bool
 	}{
-		{"RBA: " + s.evalName() + " accuracy (%)", rba, lo, hi},
-		{"Uniform: " + s.evalName() + " accuracy (%)", uni, lo, hi},
-		{"RBA − uniform (percentage points)", diff, -dm, dm},
+		{"RBA: " + s.evalName() + " accuracy (%)", rba, lo, hi, false},
+		{"Uniform: " + s.evalName() + " accuracy (%)", uni, lo, hi, false},
+		{"RBA − uniform (percentage points)", diff, -dm, dm, true},
 	} {
-		svg, err := heatmapSVG(f.title, xl, yl, f.g, f.lo, f.hi)
+		svg, err := heatmapSVG(f.title, xl, yl, f.g, f.lo, f.hi, f.div)
 		if err != nil {
 			return "", fmt.Errorf("heatmap %s: %w", f.title, err)
 		}
@@ -385,13 +390,17 @@ func zRange(z []float64) (lo, hi float64) {
 }
 
 // heatmapSVG draws g with a color bar as an inline <svg> element.
-func heatmapSVG(title string, xl, yl labelTicks, g accGrid, lo, hi float64) (svg string, err error) {
+// A diverging map (blue below 0, red above) shows a difference.
+func heatmapSVG(title string, xl, yl labelTicks, g accGrid, lo, hi float64, diverging bool) (svg string, err error) {
 	defer func() { // gonum/plot panics on some degenerate data
 		if r := recover(); r != nil {
 			err = fmt.Errorf("plot: %v", r)
 		}
 	}()
-	cm := moreland.ExtendedBlackBody()
+	var cm palette.ColorMap = moreland.ExtendedBlackBody()
+	if diverging {
+		cm = moreland.SmoothBlueRed()
+	}
 	cm.SetMin(lo)
 	cm.SetMax(hi)
 	pal := cm.Palette(255)
