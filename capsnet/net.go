@@ -139,6 +139,7 @@ const (
 	planShared   planMode = iota // lifetimes: SealShared
 	planUnshared                 // every buffer its own memory: Seal
 	planDebug                    // SealShared with NaN poisoning (graph.Arena.SetDebug)
+	planOnly                     // SealShared's plan, not allocated, no memory limit (TrainingPlan)
 )
 
 func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
@@ -149,6 +150,9 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 	limit, source, err := ModelMemoryLimit()
 	if err != nil {
 		return nil, err
+	}
+	if mode == planOnly {
+		limit, source = math.MaxInt64, "none (a plan only)"
 	}
 	if err := checkWorkSizes(p, batch, limit, source); err != nil {
 		return nil, err
@@ -263,6 +267,9 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 		}
 		return nil
 	})
+	if mode == planOnly {
+		n.Arena.SetSizeCheck(stopAtPlan)
+	}
 	n.Arena.SetDebug(mode == planDebug)
 	switch {
 	case mode == planUnshared:
@@ -271,6 +278,9 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 		err = n.Arena.SealShared(n.forward)
 	default:
 		err = n.Arena.SealShared(n.forward, n.margin, n.backw)
+	}
+	if err == errPlanned {
+		return n, nil
 	}
 	if err != nil {
 		if err == tooBig {

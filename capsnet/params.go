@@ -127,13 +127,19 @@ type Params struct {
 // config whose parameters need more than the memory limit of one model
 // (ModelMemoryLimit, MaxModelBytes) is refused before anything is
 // allocated, with an error naming the limit and how to raise it.
-func NewParams(cfg Config) (*Params, error) {
+func NewParams(cfg Config) (*Params, error) { return newParams(cfg, false) }
+
+// newParams declares the parameters of cfg; planOnly plans their arena
+// without allocating it (and without the memory limit): see TrainingPlan.
+func newParams(cfg Config, planOnly bool) (*Params, error) {
 	geo, err := cfg.Geometry()
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.checkParamMemory(); err != nil {
-		return nil, err
+	if !planOnly {
+		if err := cfg.checkParamMemory(); err != nil {
+			return nil, err
+		}
 	}
 	specs, err := cfg.paramSpecs(geo)
 	if err != nil {
@@ -154,7 +160,10 @@ func NewParams(cfg Config) (*Params, error) {
 	}
 	// The arena aligns every buffer: check its exact size too.
 	p.Arena.SetSizeCheck(func(bytes int64) error { return checkBytes(cfg.Name, "parameters", bytes) })
-	if err := p.Arena.Seal(); err != nil {
+	if planOnly {
+		p.Arena.SetSizeCheck(stopAtPlan)
+	}
+	if err := p.Arena.Seal(); err != nil && err != errPlanned {
 		return nil, err
 	}
 	return p, nil

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/train/sweep"
+)
+
+func init() { commands["collect"] = collectCmd }
+
+const collectSummary = "sweep collect: reads a sweep's result files and writes the appendix tables (accuracy per architecture, best models with their uniform baselines, Tables 1 and 2); usage: sweep collect -manifest DIR/manifest.ndjson [flags]"
+
+const collectNotes = `Missing, failed and invalid results are listed, never an error: collect can run
+while the sweep does. With none of -markdown, -html, -json the Markdown goes to
+standard output.
+`
+
+func collectCmd(args []string) error {
+	fs := flag.NewFlagSet("sweep collect", flag.ContinueOnError)
+	cli.SetUsage(fs, collectSummary, collectNotes)
+	manifest := fs.String("manifest", "", "the sweep's manifest (sweep plan's DIR/manifest.ndjson)")
+	md := fs.String("markdown", "", "Markdown file of the tables")
+	htmlPath := fs.String("html", "", "HTML page of the tables and the accuracy heatmaps")
+	jsonPath := fs.String("json", "", "JSON file of the summary")
+	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
+		return err
+	}
+	if *manifest == "" {
+		return cli.Usagef("-manifest is required (see -h)")
+	}
+	s, err := sweep.Collect(*manifest)
+	if err != nil {
+		return err
+	}
+	if *md == "" && *htmlPath == "" && *jsonPath == "" {
+		return s.WriteMarkdown(os.Stdout)
+	}
+	if err := s.WriteFiles(*md, *htmlPath, *jsonPath); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, s.Counts())
+	return nil
+}
