@@ -20,6 +20,13 @@
 set -euo pipefail
 
 STATE="${CAPSTAN_SLURM_STATE:-/tmp/capstan-slurm}"
+case "$STATE" in
+/?*/?*) ;;
+*)
+	echo "slurm-cluster: error: CAPSTAN_SLURM_STATE=$STATE: want an absolute directory at least two levels deep (down removes it)" >&2
+	exit 2
+	;;
+esac
 CONF_DIR=/etc/slurm
 CONF="$CONF_DIR/slurm.conf"
 CGROUP_CONF="$CONF_DIR/cgroup.conf"
