@@ -3,11 +3,17 @@
 #   ./build.sh build   build everything (native) and vet it
 #   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
 #                      forced AVX2 on AVX-512 machines, every fuzz target for 100000 executions,
-#                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium
+#                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium,
+#                      int8 inference under qemu; in CI (CI set) also the Slurm cluster test
 #   ./build.sh cross   go build ./... for linux/arm64, then static (no cgo), stripped, -trimpath
 #                      linux/arm64 binaries of tools/infer, tools/quantize and tools/train in
 #                      bin/linux-arm64/ (emptied first; git ignores bin/), each one's size printed,
 #                      a missing tool named and skipped
+#   ./build.sh cluster-test
+#                      issue 12's real-cluster test (root, apt-get): a single-node Slurm cluster
+#                      (.ci/slurm-cluster.sh), the tiny sweep as an array job with one task preempted
+#                      and requeued, sweep collect, every result bitwise equal to the tasks run
+#                      without Slurm; ./build.sh test runs it in CI (CI set)
 #   ./build.sh bench   kernel benchmarks, benchstat-ready, into bench/<commit>.txt
 #                      (BENCH=regexp COUNT=n, default 6, BENCHTIME=d PKG=./kernels/ to narrow)
 #   ./build.sh benchcmp OLD [NEW]
@@ -173,6 +179,12 @@ cmd_test() {
 		else
 			say "SKIPPED arm64 tests: qemu-aarch64-static is missing and could not be installed (run: apt-get install qemu-user-static)"
 		fi
+	fi
+	if [ -n "${CI:-}" ]; then
+		say "Slurm cluster test (.ci/cluster-test.sh: the tiny sweep as an array job, one task preempted and requeued)"
+		.ci/cluster-test.sh || die "the Slurm cluster test failed or could not run (exit $?; CI runs it as root with apt-get)"
+	else
+		say "SKIPPED the Slurm cluster test outside CI (it installs and starts Slurm as root: ./build.sh cluster-test)"
 	fi
 	say "all tests passed"
 }
@@ -396,6 +408,7 @@ case "${1:-}" in
 build) cmd_build ;;
 test) cmd_test ;;
 cross) cmd_cross ;;
+cluster-test) .ci/cluster-test.sh ;;
 bench) cmd_bench ;;
 benchcmp) shift; cmd_benchcmp "$@" ;;
 tiles) cmd_tiles ;;
