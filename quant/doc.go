@@ -38,7 +38,8 @@
 // "config" (the model, capsnet.Config JSON) and "granularity" ("capsule"
 // or "block"), and for a calibrated model only "activation_method"
 // ("minmax" or "percentile"), "activation_images" (N) and, for the
-// percentile method, "activation_percentile". Load
+// percentile method, "activation_percentile", and optionally the float
+// checkpoint's provenance as "source_KEY" entries (Model.Source). Load
 // checks the header against the config before reading any data, then every
 // scale (finite, > 0, activation scales too), every float (finite) and every int8 value (not
 // -128); every error is one line naming the file and the tensor.

@@ -66,7 +66,55 @@ func (m *Model) Encode(w io.Writer) error {
 			meta["activation_percentile"] = formatPercentile(c.Percentile)
 		}
 	}
+	for k, v := range m.Source {
+		if !sourceKey(k) || len(v) > maxSourceValue {
+			return fmt.Errorf("source %q: want a key of lower-case letters, digits and '_' (at most %d bytes) and a value of at most %d bytes", k, maxSourceKey, maxSourceValue)
+		}
+		meta[sourcePrefix+k] = v
+	}
 	return safetensors.Encode(w, ts, meta)
+}
+
+// The provenance entries of the metadata: "source_KEY" (Model.Source).
+const (
+	sourcePrefix   = "source_"
+	maxSourceKey   = 64
+	maxSourceValue = 4096
+	maxSources     = 64
+)
+
+func sourceKey(k string) bool {
+	if k == "" || len(k) > maxSourceKey {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// readSource collects the "source_KEY" metadata entries (nil when none).
+func readSource(meta map[string]string) (map[string]string, error) {
+	var src map[string]string
+	for k, v := range meta {
+		key, ok := strings.CutPrefix(k, sourcePrefix)
+		if !ok {
+			continue
+		}
+		if !sourceKey(key) || len(v) > maxSourceValue {
+			return nil, fmt.Errorf("metadata %.80q: a provenance entry wants a key of lower-case letters, digits and '_' and a value of at most %d bytes", k, maxSourceValue)
+		}
+		if src == nil {
+			src = map[string]string{}
+		}
+		if len(src) == maxSources {
+			return nil, fmt.Errorf("metadata: more than %d provenance entries", maxSources)
+		}
+		src[key] = v
+	}
+	return src, nil
 }
 
 // expected is one tensor an int8 model file must hold.
@@ -179,6 +227,10 @@ func load(path string, h *safetensors.Header) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: metadata: %w", path, err)
 	}
+	src, err := readSource(meta)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	want, specs, err := layout(cfg, g, cal != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -201,7 +253,7 @@ func load(path string, h *safetensors.Header) (*Model, error) {
 	if !maps.Equal(st.Metadata, meta) {
 		return nil, fmt.Errorf("%s: metadata changed while reading", path)
 	}
-	m := &Model{Config: cfg, Granularity: g, Calibration: cal}
+	m := &Model{Config: cfg, Granularity: g, Calibration: cal, Source: src}
 	for _, sp := range specs {
 		t := Tensor{Name: sp.Name, Shape: sp.TorchShape, Role: sp.Role, ChannelDims: channelDims(sp.Role, g)}
 		if t.ChannelDims == 0 {

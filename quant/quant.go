@@ -82,6 +82,27 @@ type Model struct {
 	// Calibration holds the activation scales of the int8 GEMM inputs
 	// (Calibrate), or is nil for a model not calibrated.
 	Calibration *Calibration
+	// Source is the provenance of the float checkpoint the model was
+	// quantized from (e.g. "data", "seed", "epoch", "val_acc", and
+	// "checkpoint": its file), saved in the metadata as "source_KEY"; nil
+	// or empty when unknown. Keys are lower-case letters, digits and '_'.
+	Source map[string]string
+}
+
+// SourceKeys are the float checkpoint's metadata entries a quantizer
+// copies into Model.Source (CopySource).
+var SourceKeys = []string{"data", "train_set", "val_set", "test_set", "seed", "epoch", "val_acc", "test_acc"}
+
+// CopySource returns the SourceKeys entries of a float checkpoint's
+// metadata, with "checkpoint" set to its path.
+func CopySource(meta map[string]string, path string) map[string]string {
+	src := map[string]string{"checkpoint": path}
+	for _, k := range SourceKeys {
+		if v, ok := meta[k]; ok {
+			src[k] = v
+		}
+	}
+	return src
 }
 
 // channelDims returns how many leading dimensions index the channels of a

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -300,5 +301,42 @@ func TestFileSize(t *testing.T) {
 				t.Errorf("%s per-%s: int8 file %.4f× the float one, more than 0.27×", preset, g, ratio)
 			}
 		}
+	}
+}
+
+// TestSource: the provenance of the float checkpoint survives Save and
+// Load; a bad provenance key is refused on both sides, naming it.
+func TestSource(t *testing.T) {
+	p := newParams(t, "tiny-deep", 1)
+	m, err := Quantize(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Source = CopySource(map[string]string{"data": "mnist", "seed": "2", "epoch": "13", "command": "train …", "format": "capstan/1"}, "runs/x/checkpoint.safetensors")
+	want := map[string]string{"data": "mnist", "seed": "2", "epoch": "13", "checkpoint": "runs/x/checkpoint.safetensors"}
+	if !maps.Equal(m.Source, want) {
+		t.Fatalf("CopySource: %v", m.Source)
+	}
+	path := filepath.Join(t.TempDir(), "m.int8.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got.Source, want) {
+		t.Errorf("loaded source %v, want %v", got.Source, want)
+	}
+	m.Source = map[string]string{"Bad Key": "x"}
+	if err := m.Save(path); err == nil || !strings.Contains(err.Error(), "Bad Key") {
+		t.Errorf("bad key saved: %v", err)
+	}
+	m.Source = nil
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(path); err != nil || got.Source != nil {
+		t.Errorf("no source: %v, %v", got.Source, err)
 	}
 }

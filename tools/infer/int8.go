@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/capstan-ml/capstan/quant"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
@@ -51,6 +53,9 @@ func runInt8(path string, given map[string]bool, r int8Run) error {
 		}
 		defer ev.Close()
 		return classifyWith(ev, "int8", r.image, x, r.repeat)
+	}
+	if msg := data.EvalWarning(m.Source["data"], r.data); msg != "" {
+		fmt.Fprintf(os.Stderr, "warning: %s: %s\n", path, strings.Replace(msg, "the checkpoint", "the int8 model's checkpoint", 1))
 	}
 	ds, err := data.LoadTest(r.data, r.dir, r.seed)
 	if err != nil {

@@ -57,6 +57,10 @@ func TestInferInt8(t *testing.T) {
 	if foot < 0 || acc < foot || !strings.Contains(r.Stdout, "int8 GEMM ") || !strings.Contains(r.Stdout, "latency at batch 1 over 1000 images: p50 ") {
 		t.Errorf("output:\n%s", r.Stdout)
 	}
+	// Quantized without the provenance of a checkpoint: infer says so.
+	if !strings.Contains(r.Stderr, "warning: "+q+": the int8 model's checkpoint does not record the data set") {
+		t.Errorf("no provenance warning: %q", r.Stderr)
+	}
 	img := image.NewGray(image.Rect(0, 0, 20, 20))
 	for i := 5; i < 15; i++ {
 		img.SetGray(i, 10, color.Gray{Y: 255})

@@ -145,6 +145,7 @@ func run(args []string) error {
 		return err
 	}
 	model.Calibration = cal
+	model.Source = quant.CopySource(ckpt.Meta, *ck)
 	if err := model.Save(*out); err != nil {
 		return fmt.Errorf("-out: %w", err)
 	}

@@ -31,6 +31,9 @@ func TestQuantize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.Source["checkpoint"] != ck {
+		t.Errorf("source %v: want the checkpoint %s", m.Source, ck)
+	}
 	if m.Calibration == nil || m.Calibration.Method != quant.MinMax || m.Calibration.Images != 64 || m.Granularity != quant.PerBlock {
 		t.Errorf("calibration %+v, granularity %v", m.Calibration, m.Granularity)
 	}
