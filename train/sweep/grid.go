@@ -93,17 +93,9 @@ func PresetNames() []string {
 // ReadGrid reads a grid JSON file (unknown fields are errors) and checks
 // it (Grid.Validate).
 func ReadGrid(path string) (Grid, error) {
-	f, err := os.Open(path)
+	b, err := readBounded(path, "grid", maxGridFile)
 	if err != nil {
-		return Grid{}, fmt.Errorf("grid: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxGridFile+1))
-	if err != nil {
-		return Grid{}, fmt.Errorf("grid %s: %w", path, err)
-	}
-	if len(b) > maxGridFile {
-		return Grid{}, fmt.Errorf("grid %s: more than %d KiB, not a grid", path, maxGridFile>>10)
+		return Grid{}, err
 	}
 	var g Grid
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -243,4 +235,22 @@ func Expand(g Grid) ([]Task, error) {
 		}
 	}
 	return tasks, nil
+}
+
+// readBounded reads the file at path, refusing one larger than limit bytes
+// before reading past it (what names the kind of file in errors).
+func readBounded(path, what string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s %s: more than %d KiB, not a %s file", what, path, limit>>10, what)
+	}
+	return b, nil
 }

@@ -129,17 +129,9 @@ func WriteResult(path string, r Result) error {
 
 // ReadResult reads a result file (at most 64 MiB).
 func ReadResult(path string) (Result, error) {
-	f, err := os.Open(path)
+	b, err := readBounded(path, "result", maxResultFile)
 	if err != nil {
-		return Result{}, fmt.Errorf("result: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxResultFile+1))
-	if err != nil {
-		return Result{}, fmt.Errorf("result %s: %w", path, err)
-	}
-	if len(b) > maxResultFile {
-		return Result{}, fmt.Errorf("result %s: more than %d MiB, not a result file", path, maxResultFile>>20)
+		return Result{}, err
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
