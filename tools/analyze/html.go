@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
@@ -25,6 +26,7 @@ import (
 type htmlFlags struct {
 	out, telemetry, metrics string
 	samples                 int
+	darkNorm                float64
 }
 
 func addHTMLFlags(fs *flag.FlagSet) *htmlFlags {
@@ -32,6 +34,7 @@ func addHTMLFlags(fs *flag.FlagSet) *htmlFlags {
 	fs.StringVar(&h.out, "html", "", "also write the report (tables, parse trees, coupling and norm statistics, invariance curves, telemetry, training curves) as one self-contained HTML file")
 	fs.IntVar(&h.samples, "samples", 4, fmt.Sprintf("parse trees of this many test images in the -html report, 0 to %d", eval.MaxSamples))
 	fs.StringVar(&h.telemetry, "telemetry", "", "telemetry file of the run for the -html report (default "+telemetry.FileName+" next to the first checkpoint, when present)")
+	fs.Float64Var(&h.darkNorm, "dark-norm", telemetry.DefaultDarkNorm, "the -html report's telemetry lists the capsules whose largest norm over the batch stayed below this for at least the last 10% of the logged steps (dark since a step), in (0, 1e6]")
 	fs.StringVar(&h.metrics, "metrics", "", "metrics file of the run for the -html report (default "+train.MetricsName+" next to the first checkpoint, when present)")
 	return h
 }
@@ -39,6 +42,9 @@ func addHTMLFlags(fs *flag.FlagSet) *htmlFlags {
 func (h *htmlFlags) check() error {
 	if h.out == "" {
 		return nil
+	}
+	if err := cli.Float("dark-norm", h.darkNorm, 0, 1e6, true); err != nil {
+		return err
 	}
 	return cli.Int("samples", h.samples, 0, eval.MaxSamples)
 }
@@ -56,12 +62,12 @@ type firstModel struct {
 
 // write builds the report of the first checkpoint m and the tables and
 // writes it atomically.
-func (h *htmlFlags) write(m firstModel, tables analysis.Tables, checkpoints []string, th analysis.Thresholds) error {
+func (h *htmlFlags) write(stdout io.Writer, m firstModel, tables analysis.Tables, checkpoints []string, th analysis.Thresholds) error {
 	if h.out == "" {
 		return nil
 	}
 	in := report.Input{Model: m.p.Config.Name, Data: m.ds.Name, Checkpoints: checkpoints, Thresholds: th,
-		Tables: &tables, Stats: &m.rep, StatsOf: m.path}
+		Tables: &tables, Stats: &m.rep, StatsOf: m.path, DarkNorm: h.darkNorm}
 	for _, r := range m.inv {
 		in.Invariance = append(in.Invariance, report.InvariancePoint{Family: r.Family.String(), Magnitude: r.Magnitude, K: r.K, Layers: r.Layers})
 	}
@@ -98,6 +104,9 @@ func (h *htmlFlags) write(m firstModel, tables analysis.Tables, checkpoints []st
 		in.Telemetry, err = telemetry.Read(f, path)
 		f.Close()
 		if err != nil {
+			return fmt.Errorf("-telemetry: %w", err)
+		}
+		if err := printDark(stdout, in.Telemetry, path, h.darkNorm); err != nil {
 			return fmt.Errorf("-telemetry: %w", err)
 		}
 	}
@@ -143,4 +152,31 @@ func testAcc(e train.EpochMetrics) float64 {
 		return e.TestAcc
 	}
 	return math.NaN()
+}
+
+// printDark prints, per capsule layer, the capsules of a telemetry log
+// that went dark and stayed dark to its end (the report's table).
+func printDark(w io.Writer, t *telemetry.Log, path string, theta float64) error {
+	if len(t.Records) == 0 {
+		return nil
+	}
+	minRec := telemetry.DarkMinRecords(len(t.Records))
+	dark, err := t.DarkCapsules(theta, minRec)
+	if err != nil {
+		return err
+	}
+	last := t.Records[len(t.Records)-1]
+	fmt.Fprintf(w, "\nDark capsules in %s (largest norm over the batch below %g from a step to the last, step %d of epoch %d, for ≥ %d logged steps)\n", path, theta, last.Step, last.Epoch, minRec)
+	for l, L := range t.Header.Layers {
+		var since []string
+		for _, d := range telemetry.InLayer(dark, l) {
+			since = append(since, fmt.Sprintf("%d@%d", d.Capsule, d.Since))
+		}
+		list := ""
+		if len(since) > 0 {
+			list = "  capsule@since-step: " + strings.Join(since, " ")
+		}
+		fmt.Fprintf(w, "%-10s %3d/%-3d%s\n", L.Name, len(since), L.N, list)
+	}
+	return nil
 }

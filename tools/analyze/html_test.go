@@ -70,8 +70,16 @@ func TestHTML(t *testing.T) {
 	ck := clitest.Checkpoint(t, "tiny-deep")
 	writeRunFiles(t, ck, "tiny-deep")
 	out := filepath.Join(t.TempDir(), "report.html")
-	if err := run([]string{"-checkpoint", ck, "-k", "20", "-batch", "8", "-invariance", "rotation", "-html", out, "-samples", "2"}, &bytes.Buffer{}); err != nil {
+	var stdout bytes.Buffer
+	if err := run([]string{"-checkpoint", ck, "-k", "20", "-batch", "8", "-invariance", "rotation", "-html", out, "-samples", "2"}, &stdout); err != nil {
 		t.Fatal(err)
+	}
+	// The telemetry's norms are all 0: every capsule dark from step 1, in
+	// the terminal and in the report.
+	for _, want := range []string{"Dark capsules in ", "below 0.1 from a step to the last, step 3 of epoch 1, for ≥ 1 logged steps", "capsule@since-step: 0@1 1@1"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
@@ -79,7 +87,7 @@ func TestHTML(t *testing.T) {
 	}
 	doc := string(raw)
 	for _, want := range []string{"<h1>Parse-tree report: tiny-deep</h1>", "<td>primary → caps.0</td>", "<b>image 0</b>", "<b>image 1</b>", "<b>rotation 30°</b>", "<b>shear 30°</b>",
-		"coupling std, caps.0 → caps.1", "viewpoint invariance under rotation", "3 training step(s) of tiny-deep", "accuracy per epoch", "</html>"} {
+		"coupling std, caps.0 → caps.1", "viewpoint invariance under rotation", "3 training step(s) of tiny-deep", "accuracy per epoch", "</html>", "Capsules dark at the end of training", "0: step 1 (epoch 1, peak 0)"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -216,7 +216,7 @@ func run(args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if err := hf.write(first, tables, cks, th); err != nil {
+	if err := hf.write(stdout, first, tables, cks, th); err != nil {
 		return err
 	}
 	if *jsonOut == "" {

@@ -97,11 +97,14 @@ func TestRescaled(t *testing.T) {
 
 // TestBadFlags: out-of-range values are usage errors naming the flag.
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-invariance", "twist"}, {"-active", "nan"}, {"-k", "-1"}, {"-batch", "0"}, {"-data", "nope"}, {"extra"}} {
+	for _, args := range [][]string{{"-invariance", "twist"}, {"-active", "nan"}, {"-k", "-1"}, {"-batch", "0"}, {"-data", "nope"}, {"extra"},
+		{"-html", "r.html", "-dark-norm", "0"}, {"-html", "r.html", "-dark-norm", "nan"}, {"-html", "r.html", "-dark-norm", "-0.1"}} {
 		err := run(args, &bytes.Buffer{})
 		var ue cli.UsageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: %v, want a usage error", args, err)
+		} else if n := len(args); n > 1 && strings.HasPrefix(args[n-2], "-") && !strings.Contains(err.Error(), args[n-2]) {
+			t.Errorf("%v: %v does not name %s", args, err, args[n-2])
 		}
 	}
 	if err := run([]string{"-checkpoint", filepath.Join(t.TempDir(), "none.safetensors")}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "none.safetensors") {

@@ -106,6 +106,10 @@ type Input struct {
 	// MaxColumns caps the step columns of a telemetry heatmap: steps are
 	// max-pooled into at most this many (0: DefaultMaxColumns).
 	MaxColumns int
+	// DarkNorm is the threshold of the telemetry's dark capsules: those
+	// whose largest norm over the batch stayed below it for at least the
+	// last 10% of the logged steps (0: telemetry.DefaultDarkNorm).
+	DarkNorm float64
 }
 
 // Defaults of Input's display settings.
@@ -311,21 +315,7 @@ func (in *Input) writeTables(b *strings.Builder) error {
 		s += fmt.Sprintf(", mean ± std over %d models", t.Models)
 	}
 	note(b, "%s. Table 1: per routing layer, the capsules alive (not dead) on its input and output layers and the routing dynamics dyr and dys (spec §7). Table 2: per capsule layer, the capsule norm mean and sum (cnm, cns), the active capsule rate and count (car, cas) and the dead capsule rate and count (cdr, cds).", s)
-	table := func(caption string, head []string, rows [][]string) {
-		fmt.Fprintf(b, "<table>\n<caption>%s</caption>\n<tr>", esc(caption))
-		for _, h := range head {
-			fmt.Fprintf(b, "<th>%s</th>", esc(h))
-		}
-		b.WriteString("</tr>\n")
-		for _, r := range rows {
-			b.WriteString("<tr>")
-			for _, c := range r {
-				fmt.Fprintf(b, "<td>%s</td>", esc(c))
-			}
-			b.WriteString("</tr>\n")
-		}
-		b.WriteString("</table>\n")
-	}
+	table := func(caption string, head []string, rows [][]string) { htmlTable(b, caption, head, rows) }
 	var r1 [][]string
 	for _, r := range t.Table1 {
 		r1 = append(r1, []string{r.From + " → " + r.To, fmt.Sprintf("%s/%d", r.AliveIn, r.NIn), fmt.Sprintf("%s/%d", r.AliveOut, r.NOut), r.DYR.String(), r.DYS.String()})
@@ -337,6 +327,24 @@ func (in *Input) writeTables(b *strings.Builder) error {
 	}
 	table("Table 2: capsule layers", []string{"capsule layer", "n", "cnm", "cns", "car", "cas", "cdr", "cds"}, r2)
 	return nil
+}
+
+// htmlTable writes a table with a caption, a header row and rows of
+// escaped text.
+func htmlTable(b *strings.Builder, caption string, head []string, rows [][]string) {
+	fmt.Fprintf(b, "<table>\n<caption>%s</caption>\n<tr>", esc(caption))
+	for _, h := range head {
+		fmt.Fprintf(b, "<th>%s</th>", esc(h))
+	}
+	b.WriteString("</tr>\n")
+	for _, r := range rows {
+		b.WriteString("<tr>")
+		for _, c := range r {
+			fmt.Fprintf(b, "<td>%s</td>", esc(c))
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table>\n")
 }
 
 // writeImages embeds the PNG figures made elsewhere.

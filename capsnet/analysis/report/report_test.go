@@ -235,7 +235,10 @@ func TestWrite(t *testing.T) {
 	// Two identical models: std 0, printed without ±; Table 1 of two rows.
 	for _, want := range []string{"<td>primary → caps.0</td>", "<td>caps.0 → caps.1</td>", "top 32 of 40", "label 3", "predicted 5 (wrong)",
 		"rotation 30°", "shear 30°", "@font-face", "data:font/ttf;base64,", "Largest capsule norm", "log₁₀ ‖∂L_m/∂W[j,i]‖", "max-pooled into 600 column(s) of 2.5 step(s)",
-		`preserveAspectRatio="none"`, `style="image-rendering:auto"`, "reconstructions", "perturbations"} {
+		`preserveAspectRatio="none"`, `style="image-rendering:auto"`, "reconstructions", "perturbations",
+		// capsule 2 of every layer dies at step 300: dark since then, the only one
+		"Capsules dark at the end of training", "<td>primary</td><td>1/40</td><td>2: step 300 (epoch 1, peak 0)</td>",
+		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged step(s)"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -246,7 +249,7 @@ func TestWrite(t *testing.T) {
 	if want := 4 + 3 + 2 + 5 + 3 + 5; count["svg"] != want {
 		t.Errorf("%d <svg> elements, want %d", count["svg"], want)
 	}
-	if count["figure"] != 4+3+2+5+3+2 || count["table"] != 2 || count["section"] != len(sectionIDs) {
+	if count["figure"] != 4+3+2+5+3+2 || count["table"] != 3 || count["section"] != len(sectionIDs) {
 		t.Errorf("%d figures, %d tables, %d sections", count["figure"], count["table"], count["section"])
 	}
 	// Edges: in the first sample, couplings ≥ 0.05 are the 40 + 8 routes
@@ -257,6 +260,16 @@ func TestWrite(t *testing.T) {
 	if n := strings.Count(first, "<line "); n != 32+8 {
 		t.Errorf("first parse tree has %d edges, want 40", n)
 	}
+	// A dark threshold above every norm: every capsule dark from the first step.
+	in.DarkNorm = 1.5
+	b.Reset()
+	if err := Write(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	if d := b.String(); !strings.Contains(d, "<td>primary</td><td>40/40</td><td>0: step 1 (epoch 1, peak ") || !strings.Contains(d, "stayed below 1.5") {
+		t.Error("with DarkNorm 1.5 the report does not list every capsule as dark from step 1")
+	}
+	in.DarkNorm = 0
 	// Two different models: the tables show mean ± std.
 	in.Tables.Table2[1].CNM = analysis.Value{Mean: 0.4, Std: 0.1}
 	b.Reset()

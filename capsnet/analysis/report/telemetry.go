@@ -117,6 +117,9 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		figure(b, svg, fmt.Sprintf("%s: each capsule's largest norm over the step's batch", L.Name))
 	}
 	b.WriteString("</div>\n")
+	if err := in.writeDark(b); err != nil {
+		return err
+	}
 	b.WriteString("<h3>Margin-loss gradient ‖∂L_m/∂W[j,i]‖ per step (log₁₀)</h3>\n<div class=\"row\">\n")
 	for l := 1; l < len(ls); l++ {
 		nIn, nOut := ls[l-1].N, ls[l].N
@@ -172,5 +175,37 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		figure(b, svg, caption)
 	}
 	b.WriteString("</div>\n")
+	return nil
+}
+
+// writeDark tabulates the capsules that went dark during training and
+// stayed dark to the end of the log (telemetry.Log.DarkCapsules): per
+// layer how many, and since which step each.
+func (in *Input) writeDark(b *strings.Builder) error {
+	t := in.Telemetry
+	theta := in.DarkNorm
+	if theta == 0 {
+		theta = telemetry.DefaultDarkNorm
+	}
+	minRec := telemetry.DarkMinRecords(len(t.Records))
+	dark, err := t.DarkCapsules(theta, minRec)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	b.WriteString("<h3>Capsules dark at the end of training</h3>\n")
+	note(b, "A capsule is dark here when its largest norm over the batch stayed below %g in every logged step from some step to the last one (%d), for at least the last %d logged step(s) (10%%). Dark is a training-time view: dead (Table 2) is the test-time one, the mean and std of a capsule's norm over the analysed images below ε₁ and ε₂.", theta, t.Records[len(t.Records)-1].Step, minRec)
+	var rows [][]string
+	for l, L := range t.Header.Layers {
+		var since []string
+		for _, d := range telemetry.InLayer(dark, l) {
+			since = append(since, fmt.Sprintf("%d: step %d (epoch %d, peak %.3g)", d.Capsule, d.Since, d.Epoch, d.Peak))
+		}
+		list := "—"
+		if len(since) > 0 {
+			list = strings.Join(since, "; ")
+		}
+		rows = append(rows, []string{L.Name, fmt.Sprintf("%d/%d", len(since), L.N), list})
+	}
+	htmlTable(b, fmt.Sprintf("capsules whose largest norm stayed below %g to the end of the log", theta), []string{"capsule layer", "dark", "capsule: dark since (largest norm since)"}, rows)
 	return nil
 }
