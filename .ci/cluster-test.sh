@@ -8,6 +8,11 @@
 #   .ci/cluster-test.sh    exit 0: passed; 3: skipped (one "SKIP: ..." line: not root, no apt-get,
 #                          or ./tools/sweep not there yet); 1: failed
 #
+# The grid is the tiny preset with CAPSTAN_CLUSTER_EPOCHS epochs (default 8) instead of 2: on a fast
+# CPU a 2-epoch tiny task ends within 2 s of its start, before the test can signal it (a CI run on
+# 2026-11-23 failed so). The preempted task gets SIGTERM as soon as its first checkpoint exists, with
+# the rest of its epochs (several seconds) as the margin; no fixed sleep.
+#
 # CAPSTAN_CLUSTER_TIMEOUT (s, default 1800) bounds each wait; CAPSTAN_SLURM_KEEP=1 leaves the cluster up;
 # CAPSTAN_SWEEP_BIN=FILE uses FILE as the sweep binary instead of building ./tools/sweep (to test this
 # script with a stand-in).
@@ -15,6 +20,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TIMEOUT="${CAPSTAN_CLUSTER_TIMEOUT:-1800}"
+EPOCHS="${CAPSTAN_CLUSTER_EPOCHS:-8}"
+case "$EPOCHS" in [2-9] | [1-9][0-9]) ;; *)
+	printf 'cluster-test: FAIL: CAPSTAN_CLUSTER_EPOCHS=%s: want 2 to 99\n' "$EPOCHS" >&2
+	exit 1
+	;;
+esac
 PREEMPT=1 # the array index that gets SIGTERM and is requeued
 
 say() { printf 'cluster-test: %s\n' "$*" >&2; }
@@ -66,11 +77,18 @@ task() { sed -n "$1p" "$dir/manifest.ndjson" >"$tmp/task.json"; }
 # abs BASE PATH: PATH, relative to BASE unless absolute (the manifest's rule).
 abs() { case "$2" in /*) echo "$2" ;; *) echo "$1/$2" ;; esac; }
 
+# The tiny preset (train/sweep.Presets) with more epochs: see the header.
+grid="$tmp/grid.json"
+cat >"$grid" <<EOF
+{"name": "tiny-ci", "models": ["tiny-deep"], "routing": ["rba", "uniform"], "seeds": [1, 2],
+ "data": "embedded", "eval": "embedded", "k": 200, "target": 0, "epochs": $EPOCHS, "batch": 64, "threads": 1}
+EOF
+
 dir="$tmp/slurm"
 t0=$SECONDS
-sweep plan -preset tiny -out "$dir" || die "sweep plan -preset tiny -out $dir failed"
+sweep plan -grid "$grid" -out "$dir" || die "sweep plan -grid $grid -out $dir failed"
 n=$(wc -l <"$dir/manifest.ndjson")
-[ "$n" -ge 4 ] || die "sweep plan -preset tiny: $n tasks in $dir/manifest.ndjson, want at least 4"
+[ "$n" -ge 4 ] || die "sweep plan -grid $grid: $n tasks in $dir/manifest.ndjson, want at least 4"
 say "planned $n tasks in $dir/manifest.ndjson"
 
 out=$(sweep slurm -manifest "$dir/manifest.ndjson" -parallel 2 -submit) || die "sweep slurm -submit failed: $out"
@@ -78,20 +96,19 @@ job=$(printf '%s\n' "$out" | grep -oE '[0-9]+' | tail -n 1 || true)
 { [ -n "$job" ] && squeue -h -r -j "$job" >/dev/null 2>&1; } || die "no job id in the output of sweep slurm -submit: $out"
 say "submitted array job $job ($n tasks, 2 at a time)"
 
-# The preempted task: wait until it runs and has saved a checkpoint, or at least runs with its run
-# directory created (its training under way); then SIGTERM its batch step (the sweep process).
+# The preempted task: wait until it runs and has saved its first checkpoint (end of epoch 1), then
+# SIGTERM its batch step (the sweep process) at once: its other epochs are the margin.
 task $((PREEMPT + 1))
 rundir=$(abs "$dir" "$(field "$tmp/task.json" dir)")
 result=$(abs "$dir" "$(field "$tmp/task.json" result)")
 { [ -n "$rundir" ] && [ -n "$result" ]; } || die "manifest line $((PREEMPT + 1)): no dir or result field"
-until [ "$(squeue -h -j "${job}_$PREEMPT" -o %T 2>/dev/null)" = RUNNING ] && [ -d "$rundir" ] &&
-	[ -n "$(ls -A "$rundir" 2>/dev/null)" ]; do
-	((SECONDS - t0 < TIMEOUT)) || die "task ${job}_$PREEMPT did not start training within ${TIMEOUT}s"
-	[ ! -e "$result" ] || die "task ${job}_$PREEMPT finished before it could be preempted: the tiny preset is too short to test preemption"
-	sleep 0.5
+short="task ${job}_$PREEMPT finished before it could be preempted: raise CAPSTAN_CLUSTER_EPOCHS (now $EPOCHS)"
+until [ "$(squeue -h -j "${job}_$PREEMPT" -o %T 2>/dev/null)" = RUNNING ] && [ -s "$rundir/checkpoint.safetensors" ]; do
+	((SECONDS - t0 < TIMEOUT)) || die "task ${job}_$PREEMPT did not save a checkpoint within ${TIMEOUT}s"
+	[ ! -e "$result" ] || die "$short"
+	sleep 0.2
 done
-sleep "${CAPSTAN_PREEMPT_AFTER:-2}" # mid-run: past its start-up, inside its training
-[ ! -e "$result" ] || die "task ${job}_$PREEMPT finished before it could be preempted: the tiny preset is too short to test preemption"
+[ ! -e "$result" ] || die "$short"
 # shellcheck disable=SC2012 # ls only to show the run dir's files
 say "task ${job}_$PREEMPT running in $rundir ($(ls "$rundir" | tr '\n' ' ')): scancel --signal=TERM --batch ${job}_$PREEMPT"
 # 22.05's scancel may return 229 (ESLURM_ALREADY_DONE) when the task saved and exited while it retried
@@ -101,7 +118,7 @@ until [ "$(squeue -h -j "${job}_$PREEMPT" -o %T 2>/dev/null)" != RUNNING ]; do
 	sleep 0.5
 done
 exitcode=$(scontrol show job "${job}_$PREEMPT" 2>/dev/null | grep -o 'ExitCode=[0-9:]*' | head -n 1 || true)
-[ ! -e "$result" ] || die "task ${job}_$PREEMPT wrote its result despite SIGTERM ($exitcode): not preempted"
+[ ! -e "$result" ] || die "task ${job}_$PREEMPT wrote its result despite SIGTERM ($exitcode): not preempted (it may have ended first: raise CAPSTAN_CLUSTER_EPOCHS, now $EPOCHS)"
 # shellcheck disable=SC2012
 say "task ${job}_$PREEMPT stopped ($exitcode); run dir now: $(ls "$rundir" | tr '\n' ' ')"
 until scontrol requeue "${job}_$PREEMPT" 2>"$tmp/requeue.err"; do
@@ -124,7 +141,7 @@ sweep collect -manifest "$dir/manifest.ndjson" -markdown "$dir/appendix.md" || d
 
 # The same tasks one by one without Slurm (no SLURM_* in the environment), in a second directory.
 dir2="$tmp/local"
-sweep plan -preset tiny -out "$dir2" >/dev/null || die "sweep plan -preset tiny -out $dir2 failed"
+sweep plan -grid "$grid" -out "$dir2" >/dev/null || die "sweep plan -grid $grid -out $dir2 failed"
 [ "$(wc -l <"$dir2/manifest.ndjson")" = "$n" ] || die "the second plan has another task count than the first"
 t1=$SECONDS
 for ((i = 0; i < n; i++)); do
