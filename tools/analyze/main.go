@@ -2,8 +2,9 @@
 // Networks Do Not Scale" (spec §7) for one or more checkpoints: the
 // paper's Table 1 (capsules alive, dyr, dys per routing layer) and Table 2
 // (cnm, cns, car, cas, cdr, cds per capsule layer), as text or Markdown,
-// mean ± std over the checkpoints when several are given; -json writes
-// every figure; -html writes the whole analysis with its figures as one
+// mean ± std over the checkpoints when several are given, with their
+// accuracy on the analysed images (from the same pass); -json writes every
+// figure; -html writes the whole analysis with its figures as one
 // self-contained HTML page (docs/report.md).
 //
 //	go run ./tools/analyze                                   # the default run, embedded test digits
@@ -114,7 +115,11 @@ func run(args []string, stdout io.Writer) error {
 		Checkpoint string
 		Model      string
 		Tables     analysis.Tables
-		Invariance []invPoint `json:",omitempty"`
+		// Accuracy is the fraction of the analysed images classified
+		// correctly (Correct of Images).
+		Accuracy        float64
+		Correct, Images int
+		Invariance      []invPoint `json:",omitempty"`
 	}
 	var all []perCheckpoint
 	var reps []analysis.Report
@@ -160,7 +165,7 @@ func run(args []string, stdout io.Writer) error {
 				return fmt.Errorf("-recon: %w", err)
 			}
 		}
-		rep, err := eval.ParseTree(p, b, *k, th)
+		rep, score, err := eval.ParseTreeScored(p, b, *k, th)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -179,7 +184,7 @@ func run(args []string, stdout io.Writer) error {
 		if first.p == nil {
 			first = firstModel{path: path, p: p, b: b, ds: ds, rep: rep, inv: res}
 		}
-		all = append(all, perCheckpoint{path, p.Config.Name, one, pts})
+		all = append(all, perCheckpoint{path, p.Config.Name, one, score.Accuracy(), score.Correct, score.Total, pts})
 		reps = append(reps, rep)
 	}
 	tables, err := analysis.Summarize(reps)
@@ -187,6 +192,12 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s on %s (%d checkpoint(s))\n", all[0].Model, ds.Name, len(all))
+	accs := make([]float64, len(all))
+	for i, c := range all {
+		accs[i] = c.Accuracy
+	}
+	acc := accuracy(all[0].Images, accs)
+	fmt.Fprintln(stdout, acc.line)
 	if *markdown {
 		err = tables.WriteMarkdown(stdout)
 	} else {
@@ -227,10 +238,45 @@ func run(args []string, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Data        string
+			Accuracy    meanStd
 			Tables      analysis.Tables
 			Checkpoints []perCheckpoint
-		}{ds.Name, tables, all})
+		}{ds.Name, acc.meanStd, tables, all})
 	})
+}
+
+// meanStd is the mean and population standard deviation of a figure over
+// the checkpoints, as written to -json.
+type meanStd struct{ Mean, Std float64 }
+
+// accuracySummary is the classification accuracy over the checkpoints: its
+// mean ± std and the line that prints it.
+type accuracySummary struct {
+	meanStd
+	line string
+}
+
+// accuracy summarises the accuracies of the checkpoints on the images
+// they were analysed on (as fractions; printed in percent, each
+// checkpoint's too when there are several).
+func accuracy(images int, xs []float64) accuracySummary {
+	var s accuracySummary
+	for _, a := range xs {
+		s.Mean += a / float64(len(xs))
+	}
+	for _, a := range xs {
+		s.Std += (a - s.Mean) * (a - s.Mean) / float64(len(xs))
+	}
+	s.Std = math.Sqrt(s.Std)
+	s.line = fmt.Sprintf("Accuracy on the %d analysed image(s): %.2f%%", images, 100*s.Mean)
+	if len(xs) > 1 {
+		each := make([]string, len(xs))
+		for i, a := range xs {
+			each[i] = fmt.Sprintf("%.2f%%", 100*a)
+		}
+		s.line = fmt.Sprintf("Accuracy on the %d analysed image(s): %.2f ± %.2f%% (%s)", images, 100*s.Mean, 100*s.Std, strings.Join(each, ", "))
+	}
+	return s
 }
 
 // invPoint is an eval.InvariancePoint as printed and written to JSON: the

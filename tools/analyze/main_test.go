@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestTables(t *testing.T) {
 	if err := run([]string{"-checkpoint", a, "-k", "30", "-batch", "16", "-json", js, "-invariance", "rotation"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"tiny-deep on mnist-embedded-test (1 checkpoint(s))", "30 image(s)", "ε_active = 0.05, ε₁ = 0.01, ε₂ = 0.01",
+	for _, want := range []string{"tiny-deep on mnist-embedded-test (1 checkpoint(s))", "30 image(s)", "Accuracy on the 30 analysed image(s): ", "ε_active = 0.05, ε₁ = 0.01, ε₂ = 0.01",
 		"Viewpoint invariance", "rotation            45", "Table 1: routing", "primary → caps.0", "caps.0 → caps.1", "Table 2: capsule layers", "cnm", "cds"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -35,8 +36,9 @@ func TestTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Data   string
-		Tables struct {
+		Data     string
+		Accuracy struct{ Mean, Std float64 }
+		Tables   struct {
 			K      int
 			Table2 []struct {
 				Layer string
@@ -44,8 +46,10 @@ func TestTables(t *testing.T) {
 			}
 		}
 		Checkpoints []struct {
-			Checkpoint string
-			Invariance []struct {
+			Checkpoint      string
+			Accuracy        float64
+			Correct, Images int
+			Invariance      []struct {
 				Family    string
 				Magnitude float64
 				Layers    []struct{ Corr *float64 }
@@ -59,13 +63,17 @@ func TestTables(t *testing.T) {
 		len(doc.Checkpoints[0].Invariance) != 4 || doc.Checkpoints[0].Invariance[3].Family != "rotation" || doc.Checkpoints[0].Invariance[0].Layers[0].Corr == nil {
 		t.Errorf("JSON figures: %s", raw)
 	}
+	if c := doc.Checkpoints[0]; c.Images != 30 || c.Correct < 0 || c.Correct > 30 || c.Accuracy != float64(c.Correct)/30 || doc.Accuracy.Mean != c.Accuracy || doc.Accuracy.Std != 0 {
+		t.Errorf("JSON accuracy: %+v of the checkpoint, %+v over all", c, doc.Accuracy)
+	}
 	// Two checkpoints of one architecture: mean ± std in Markdown.
 	out.Reset()
 	a2 := clitest.Checkpoint(t, "tiny-deep")
 	if err := run([]string{"-checkpoint", a, "-checkpoint", a2, "-k", "10", "-markdown"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "| routing layer | capsules alive | dyr | dys |") || !strings.Contains(out.String(), "2 checkpoint(s)") {
+	if !strings.Contains(out.String(), "| routing layer | capsules alive | dyr | dys |") || !strings.Contains(out.String(), "2 checkpoint(s)") ||
+		!regexp.MustCompile(`Accuracy on the 10 analysed image\(s\): [0-9.]+ ± [0-9.]+% \([0-9.]+%, [0-9.]+%\)`).MatchString(out.String()) {
 		t.Errorf("Markdown output:\n%s", out.String())
 	}
 	// Two architectures cannot be averaged.

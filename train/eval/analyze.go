@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
@@ -14,31 +15,58 @@ import (
 // memory does not grow with k. The images must have the model's input
 // shape (use a placement on the batcher).
 func ParseTree(p *capsnet.Params, b *data.Batcher, k int, th analysis.Thresholds) (analysis.Report, error) {
+	rep, _, err := ParseTreeScored(p, b, k, th)
+	return rep, err
+}
+
+// ParseTreeScored is ParseTree that also classifies the same images in the
+// same pass: the returned Report holds the confusion matrix and the
+// accuracy of model p over them (the class of the longest output capsule,
+// as Evaluator.Confusion), and Seconds is the wall time of the pass.
+func ParseTreeScored(p *capsnet.Params, b *data.Batcher, k int, th analysis.Thresholds) (analysis.Report, *Report, error) {
 	if c, h, w := b.Shape(); [3]int{c, h, w} != p.Config.Input {
 		in := p.Config.Input
-		return analysis.Report{}, fmt.Errorf("analysis: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, p.Config.Name, in[0], in[1], in[2])
+		return analysis.Report{}, nil, fmt.Errorf("analysis: the data gives %d×%d×%d images, model %s takes %d×%d×%d", c, h, w, p.Config.Name, in[0], in[1], in[2])
 	}
 	batch := b.NewBatch()
 	net, err := capsnet.NewInferenceNet(p, batch.Cap())
 	if err != nil {
-		return analysis.Report{}, err
+		return analysis.Report{}, nil, err
 	}
 	st, err := analysis.New(net.Layers(), th)
 	if err != nil {
-		return analysis.Report{}, err
+		return analysis.Report{}, nil, err
 	}
+	classes := p.Config.Classes
+	score := &Report{Confusion: make([][]int, classes)}
+	for i := range score.Confusion {
+		score.Confusion[i] = make([]int, classes)
+	}
+	start := time.Now()
 	err = firstImages(b, batch, k, "analysis", func(n int) error {
 		// A last, partial batch leaves the earlier images behind it in
 		// the buffer: the Net runs a full batch and only n samples count.
 		if err := net.Forward(batch.X, nil); err != nil {
 			return fmt.Errorf("analysis: %w", err)
 		}
+		pred := net.Pred()
+		for i, y := range batch.Y[:n] {
+			if y < 0 || int(y) >= classes {
+				return fmt.Errorf("analysis: image %d has label %d, model %s has %d classes", batch.Index[i], y, p.Config.Name, classes)
+			}
+			score.Confusion[y][pred[i]]++
+			if pred[i] == int(y) {
+				score.Correct++
+			}
+		}
+		score.Total += n
 		return st.AddNet(net, n)
 	})
 	if err != nil {
-		return analysis.Report{}, err
+		return analysis.Report{}, nil, err
 	}
-	return st.Report(), nil
+	score.Seconds = time.Since(start).Seconds()
+	return st.Report(), score, nil
 }
 
 // InvariancePoint is the viewpoint invariance of every capsule layer for

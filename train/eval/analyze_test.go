@@ -39,6 +39,54 @@ func TestParseTree(t *testing.T) {
 	}
 }
 
+// TestParseTreeScored: the accuracy and confusion matrix of the analysis
+// pass equal the Evaluator's over the same images, in batches of 4 (the last
+// one partial) and with k = 7 of 10 (the Evaluator on the first 7 alone).
+func TestParseTreeScored(t *testing.T) {
+	p, te := tinyModel(t)
+	for _, k := range []int{0, 7} {
+		n := 10
+		if k > 0 {
+			n = k
+		}
+		ds, _ := te.Slice(0, 10)
+		b, err := data.NewBatcher(ds, data.BatchConfig{Size: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, got, err := ParseTreeScored(p, b, k, analysis.DefaultThresholds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Layers[0].K != n {
+			t.Fatalf("k %d: the statistics count %d images, want %d", k, rep.Layers[0].K, n)
+		}
+		first, _ := te.Slice(0, n)
+		eb, err := data.NewBatcher(first, data.BatchConfig{Size: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := New(p, 4, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ev.Confusion(eb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Total != n || got.Correct != want.Correct || got.Total != want.Total {
+			t.Errorf("k %d: %d of %d correct, the Evaluator %d of %d", k, got.Correct, got.Total, want.Correct, want.Total)
+		}
+		for y := range want.Confusion {
+			for c := range want.Confusion[y] {
+				if got.Confusion[y][c] != want.Confusion[y][c] {
+					t.Errorf("k %d: confusion[%d][%d] = %d, the Evaluator %d", k, y, c, got.Confusion[y][c], want.Confusion[y][c])
+				}
+			}
+		}
+	}
+}
+
 func mustBatcher(t *testing.T, ds *data.Dataset, canvas int) *data.Batcher {
 	b, err := data.NewBatcher(ds, data.BatchConfig{Size: 4, Placement: data.PlacementCenter, CanvasH: canvas, CanvasW: canvas})
 	if err != nil {
