@@ -62,11 +62,11 @@ type firstModel struct {
 
 // write builds the report of the first checkpoint m and the tables and
 // writes it atomically.
-func (h *htmlFlags) write(stdout io.Writer, m firstModel, tables analysis.Tables, checkpoints []string, th analysis.Thresholds) error {
+func (h *htmlFlags) write(stdout io.Writer, m firstModel, tables analysis.Tables, checkpoints []string, accuracy []float64, th analysis.Thresholds) error {
 	if h.out == "" {
 		return nil
 	}
-	in := report.Input{Model: m.p.Config.Name, Data: m.ds.Name, Checkpoints: checkpoints, Thresholds: th,
+	in := report.Input{Model: m.p.Config.Name, Data: m.ds.Name, Checkpoints: checkpoints, Accuracy: accuracy, Thresholds: th,
 		Tables: &tables, Stats: &m.rep, StatsOf: m.path, DarkNorm: h.darkNorm}
 	for _, r := range m.inv {
 		in.Invariance = append(in.Invariance, report.InvariancePoint{Family: r.Family.String(), Magnitude: r.Magnitude, K: r.K, Layers: r.Layers})

@@ -227,7 +227,7 @@ func run(args []string, stdout io.Writer) error {
 			}
 		}
 	}
-	if err := hf.write(stdout, first, tables, cks, th); err != nil {
+	if err := hf.write(stdout, first, tables, cks, accs, th); err != nil {
 		return err
 	}
 	if *jsonOut == "" {

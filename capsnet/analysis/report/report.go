@@ -74,6 +74,9 @@ type Input struct {
 	Model, Data string
 	// Checkpoints are the analysed checkpoints' paths.
 	Checkpoints []string
+	// Accuracy, when given, holds each checkpoint's accuracy on the
+	// analysed images (a fraction; in the order of Checkpoints).
+	Accuracy []float64
 	// Thresholds are the constants of spec §7 the statistics used.
 	Thresholds analysis.Thresholds
 	// Tables are the paper's Tables 1 and 2 over the checkpoints.
@@ -289,7 +292,20 @@ func (in *Input) writeSummary(b *strings.Builder) {
 		if len(in.Checkpoints) > 1 {
 			k = fmt.Sprintf("checkpoint %d", i+1)
 		}
+		if i < len(in.Accuracy) {
+			c = fmt.Sprintf("%s (accuracy %.2f%%)", c, 100*in.Accuracy[i])
+		}
 		item(k, c)
+	}
+	if n := len(in.Accuracy); n > 1 {
+		var mean, v float64
+		for _, a := range in.Accuracy {
+			mean += a / float64(n)
+		}
+		for _, a := range in.Accuracy {
+			v += (a - mean) * (a - mean) / float64(n)
+		}
+		item("accuracy", fmt.Sprintf("%.2f ± %.2f%% over the %d checkpoints", 100*mean, 100*math.Sqrt(v), n))
 	}
 	if in.Tables != nil {
 		item("images", fmt.Sprintf("%d per model", in.Tables.K))

@@ -124,7 +124,7 @@ func synthInput(t testing.TB) Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Input{Model: "synthetic", Data: "none", Checkpoints: []string{"a.safetensors", "b.safetensors"}, Thresholds: analysis.DefaultThresholds(),
+	in := Input{Model: "synthetic", Data: "none", Checkpoints: []string{"a.safetensors", "b.safetensors"}, Accuracy: []float64{0.9, 0.8}, Thresholds: analysis.DefaultThresholds(),
 		Tables: &tables, Stats: stats, StatsOf: "a.safetensors",
 		Samples:         []Sample{synthSample("image 0", 3), synthSample("image 1", 5)},
 		Views:           []Sample{synthSample("original", 3), synthSample("rotation 30°", 3), synthSample("shear 30°", 4)},
@@ -238,7 +238,8 @@ func TestWrite(t *testing.T) {
 		`preserveAspectRatio="none"`, `style="image-rendering:auto"`, "reconstructions", "perturbations",
 		// capsule 2 of every layer dies at step 300: dark since then, the only one
 		"Capsules dark at the end of training", "<td>primary</td><td>1/40</td><td>2: step 300 (epoch 1, peak 0)</td>",
-		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged step(s)"} {
+		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged step(s)",
+		"a.safetensors (accuracy 90.00%)", "b.safetensors (accuracy 80.00%)", "85.00 ± 5.00% over the 2 checkpoints"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
