@@ -66,7 +66,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.Float64Var(&th.Dead2, "dead-std", th.Dead2, "ε₂: the std bound of a dead capsule")
 	inv := fs.String("invariance", "", "also measure viewpoint invariance for these transformation families (comma-separated: rotation, shear, scale, translate-x, translate-y, or all), each over its default magnitudes")
 	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
-	jsonOut := fs.String("json", "", "also write the tables' figures (for each checkpoint and over all) to this JSON file")
+	jsonOut := fs.String("json", "", "also write every figure to this JSON file: the tables and accuracy for each checkpoint and over all, each checkpoint's per-capsule norms and per-coupling means and stds (Fig. 3) and invariance curves")
 	recon := fs.String("recon", "", "also write a PNG of the first 16 images beside their reconstructions by the (first) checkpoint to this file")
 	hf := addHTMLFlags(fs)
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
@@ -119,7 +119,11 @@ func run(args []string, stdout io.Writer) error {
 		// correctly (Correct of Images).
 		Accuracy        float64
 		Correct, Images int
-		Invariance      []invPoint `json:",omitempty"`
+		// Capsules and Couplings are the per-capsule and per-coupling
+		// figures behind the paper's Fig. 3.
+		Capsules   []capsuleFigures
+		Couplings  []couplingFigures
+		Invariance []invPoint `json:",omitempty"`
 	}
 	var all []perCheckpoint
 	var reps []analysis.Report
@@ -184,7 +188,7 @@ func run(args []string, stdout io.Writer) error {
 		if first.p == nil {
 			first = firstModel{path: path, p: p, b: b, ds: ds, rep: rep, inv: res}
 		}
-		all = append(all, perCheckpoint{path, p.Config.Name, one, score.Accuracy(), score.Correct, score.Total, pts})
+		all = append(all, perCheckpoint{path, p.Config.Name, one, score.Accuracy(), score.Correct, score.Total, capsules(rep), couplings(rep), pts})
 		reps = append(reps, rep)
 	}
 	tables, err := analysis.Summarize(reps)
@@ -243,6 +247,38 @@ func run(args []string, stdout io.Writer) error {
 			Checkpoints []perCheckpoint
 		}{ds.Name, acc.meanStd, tables, all})
 	})
+}
+
+// capsuleFigures are one capsule layer's per-capsule norm mean and
+// population std over the analysed images, and which capsules are dead.
+type capsuleFigures struct {
+	Layer             string
+	NormMean, NormStd []float64
+	Dead              []bool
+}
+
+// couplingFigures are one routing layer's coupling mean and population std
+// over the analysed images, c[i,j] at i·NOut + j.
+type couplingFigures struct {
+	From, To  string
+	NIn, NOut int
+	Mean, Std []float64
+}
+
+func capsules(rep analysis.Report) []capsuleFigures {
+	out := make([]capsuleFigures, len(rep.Layers))
+	for i, l := range rep.Layers {
+		out[i] = capsuleFigures{l.Name, l.NormMean, l.NormStd, l.Dead}
+	}
+	return out
+}
+
+func couplings(rep analysis.Report) []couplingFigures {
+	out := make([]couplingFigures, len(rep.Routing))
+	for i, r := range rep.Routing {
+		out[i] = couplingFigures{r.From, r.To, r.NIn, r.NOut, r.CouplingMean, r.CouplingStd}
+	}
+	return out
 }
 
 // meanStd is the mean and population standard deviation of a figure over

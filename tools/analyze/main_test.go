@@ -49,7 +49,16 @@ func TestTables(t *testing.T) {
 			Checkpoint      string
 			Accuracy        float64
 			Correct, Images int
-			Invariance      []struct {
+			Capsules        []struct {
+				Layer             string
+				NormMean, NormStd []float64
+				Dead              []bool
+			}
+			Couplings []struct {
+				NIn, NOut int
+				Mean, Std []float64
+			}
+			Invariance []struct {
 				Family    string
 				Magnitude float64
 				Layers    []struct{ Corr *float64 }
@@ -65,6 +74,23 @@ func TestTables(t *testing.T) {
 	}
 	if c := doc.Checkpoints[0]; c.Images != 30 || c.Correct < 0 || c.Correct > 30 || c.Accuracy != float64(c.Correct)/30 || doc.Accuracy.Mean != c.Accuracy || doc.Accuracy.Std != 0 {
 		t.Errorf("JSON accuracy: %+v of the checkpoint, %+v over all", c, doc.Accuracy)
+	}
+	if c := doc.Checkpoints[0]; len(c.Capsules) != 3 || c.Capsules[0].Layer != "primary" || len(c.Capsules[1].NormMean) != len(c.Capsules[1].Dead) ||
+		len(c.Capsules[1].NormMean) == 0 || c.Capsules[1].NormMean[0] <= 0 || len(c.Couplings) != 2 ||
+		len(c.Couplings[1].Mean) != c.Couplings[1].NIn*c.Couplings[1].NOut || len(c.Couplings[1].Std) != len(c.Couplings[1].Mean) {
+		t.Errorf("JSON per-capsule and per-coupling figures: %+v, %+v", c.Capsules, c.Couplings)
+	} else {
+		// Every input capsule's couplings sum to 1 in every image (softmax), so do their means.
+		r := c.Couplings[1]
+		for i := 0; i < r.NIn; i++ {
+			sum := 0.0
+			for j := 0; j < r.NOut; j++ {
+				sum += r.Mean[i*r.NOut+j]
+			}
+			if sum < 1-1e-5 || sum > 1+1e-5 {
+				t.Errorf("routing layer 2, input capsule %d: mean couplings sum to %v", i, sum)
+			}
+		}
 	}
 	// Two checkpoints of one architecture: mean ± std in Markdown.
 	out.Reset()
