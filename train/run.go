@@ -2,6 +2,8 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -98,10 +100,23 @@ type EpochMetrics struct {
 
 // Result summarizes a run.
 type Result struct {
-	Epochs      []EpochMetrics
+	// Epochs are the epochs this call completed (or interrupted).
+	Epochs []EpochMetrics
+	// Checkpoint is the run's checkpoint file: the one written, or, when
+	// Done is set, the resumed one, left as it was.
 	Checkpoint  string
 	Interrupted bool
-	ReachedAcc  bool
+	// ReachedAcc reports that validation accuracy reached
+	// Options.TargetAcc: in an epoch of this call or, with Done, in the
+	// resumed run's last completed epoch.
+	ReachedAcc bool
+	// Done reports that a resumed run had nothing left to train: it had
+	// completed Options.Epochs, or its last completed epoch had reached
+	// Options.TargetAcc. Nothing was read besides its checkpoint and
+	// nothing was written; Done names the completed epochs and LastValAcc
+	// the last one's validation accuracy.
+	Done       int
+	LastValAcc float64
 }
 
 // The files of a run directory: the checkpoint (a PyTorch state dict with
@@ -140,6 +155,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	var err error
+	if o.Resume != "" && o.ResumeFrom == nil {
+		if o.ResumeFrom, err = ReadResume(o.Resume); err != nil {
+			return nil, err
+		}
+	}
+	if o.Resume != "" {
+		// A run that already did what is asked of it trains nothing: it
+		// does not read its optimizer state (a finished run may be kept
+		// without it) and writes nothing, but repairs its own directory
+		// after a kill (metrics, stale files) as a resume does.
+		if res, err := o.finishedRun(); res != nil || err != nil {
+			return res, err
+		}
+	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
@@ -148,11 +178,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer release()
-	if o.Resume != "" && o.ResumeFrom == nil {
-		if o.ResumeFrom, err = ReadResume(o.Resume); err != nil {
-			return nil, err
-		}
-	}
 	if err := o.checkOutDir(); err != nil {
 		return nil, err
 	}
@@ -177,6 +202,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(o.Log, "resumed from %s at epoch %d (step %d)\n", o.Resume, st.epoch+1, t.Step)
 		}
 	}
+	if o.Resume == "" {
+		st.run = o.runFingerprint()
+	}
 	// What a killed run left: temporary files, an optimizer state written
 	// just before a kill that the checkpoint never committed.
 	keep := ""
@@ -191,7 +219,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	var tw *telemetry.Writer
 	if o.Telemetry {
-		if tw, err = openTelemetry(o, t); err != nil {
+		if tw, err = openTelemetry(o, t, st.run); err != nil {
 			return nil, err
 		}
 		defer tw.Close()
@@ -379,6 +407,30 @@ type runState struct {
 	// provenance is the metadata of Options.Provenance (a resumed run's
 	// taken from its checkpoint, then updated).
 	provenance map[string]string
+	// run identifies the run (metadata "run", telemetry Header.Run): the
+	// fingerprint of the settings it started with (runFingerprint), kept
+	// by its resumes; empty for the runs that predate it.
+	run string
+}
+
+// runFingerprint identifies a fresh run by the settings that decide its
+// steps: model, data and placement, batch, seed, optimizer settings and
+// threads (the reduction order). It is deterministic, so two runs of the
+// same settings write the same telemetry files, byte for byte, and a run
+// of other settings started over a run directory is told apart from the
+// run its checkpoint holds.
+func (o *Options) runFingerprint() string {
+	set := func(d *data.Dataset) string {
+		if d == nil {
+			return ""
+		}
+		return fmt.Sprintf("%s/%d", d.Name, d.N)
+	}
+	s := fmt.Sprintf("model=%s\ntrain=%s\nval=%s\nplacement=%v/%v canvas=%d shift=%d\nbatch=%d threads=%d seed=%d\nlr=%v decay=%v wd=%v\n",
+		o.Model.JSON(), set(o.Train), set(o.Val), o.TrainPlacement, o.ValPlacement, o.Canvas, o.MaxShift,
+		o.Batch, o.Threads, o.Seed, o.LR, o.LRDecay, o.WeightDecay)
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }
 
 // provenanceKeys are the metadata keys Run records for Options.Provenance
@@ -431,12 +483,15 @@ func (t *Trainer) save(dir string, st runState) error {
 		"epoch": strconv.Itoa(st.epoch), "step": strconv.Itoa(t.Step), "kernels": kernels.Impl(),
 		"batch": strconv.Itoa(st.partial.Steps), "metrics": string(hist),
 	}
+	if st.run != "" {
+		meta["run"] = st.run
+	}
 	if st.partial.Steps > 0 {
 		pj, _ := json.Marshal(st.partial)
 		meta["partial"] = string(pj)
 	}
 	for k, v := range st.provenance {
-		if _, taken := meta[k]; !taken && k != "format" && k != "config" && k != "optimizer" {
+		if _, taken := meta[k]; !taken && k != "format" && k != "config" && k != "optimizer" && k != "run" {
 			meta[k] = v // never the run state's own keys
 		}
 	}
@@ -490,11 +545,12 @@ func saveRun(t *Trainer, dir string, st runState, tw *telemetry.Writer) error {
 	return t.save(dir, st)
 }
 
-// openTelemetry opens the run's telemetry file: continued (cut back to
-// the checkpoint's step) when the run resumes in its own directory, else
-// a fresh one.
-func openTelemetry(o Options, t *Trainer) (*telemetry.Writer, error) {
+// openTelemetry opens the telemetry file of run (runState.run):
+// continued (cut back to the checkpoint's step) when the run resumes in its
+// own directory and the file is this run's, else a fresh one.
+func openTelemetry(o Options, t *Trainer, run string) (*telemetry.Writer, error) {
 	h := telemetryHeader(o.Model.Name, o.Batch, t.Reps[0])
+	h.Run = run
 	if o.Resume != "" && sameDir(ResumeDir(o.Resume), o.OutDir) {
 		return telemetry.Resume(o.OutDir, h, t.Step)
 	}
@@ -577,6 +633,92 @@ func (o *Options) checkOutDir() error {
 	return fmt.Errorf("-out %s holds a run of %s (epoch %s), not of %s: resume it with -resume %s, choose another -out, or -overwrite to replace it", o.OutDir, what, ck.Meta["epoch"], o.Model.Name, o.OutDir)
 }
 
+// finishedRun returns a Result with Done set when the resumed run
+// (o.ResumeFrom) has nothing left to train under o (finished), after
+// checking that its checkpoint holds o.Model, as a resume does, and, when
+// it is resumed in its own directory, repairing that directory as a
+// resume does after a kill: the metrics file rewritten from the
+// checkpoint's history (the same bytes when nothing was lost), optimizer
+// states other than the one it names removed. It returns nil when there is
+// training to do.
+func (o *Options) finishedRun() (*Result, error) {
+	res, history, err := o.finished()
+	if res == nil || err != nil {
+		return nil, err
+	}
+	p, err := capsnet.NewParams(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadResumed(p, o.ResumeFrom); err != nil {
+		return nil, err
+	}
+	if dir := ResumeDir(o.Resume); sameDir(dir, o.OutDir) {
+		release, err := lockRunDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		if err := cleanStale(dir, o.ResumeFrom.Meta["optimizer"]); err != nil {
+			return nil, err
+		}
+		if err := writeMetrics(dir, history, nil); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// loadResumed loads a resumed run's parameters, with the errors of a
+// resume.
+func loadResumed(p *capsnet.Params, ck *capsnet.Checkpoint) error {
+	if err := p.Load(ck); err != nil {
+		if ck.HasConfig() && ck.Config.Name == p.Config.Name && ck.Config.JSON() != p.Config.JSON() {
+			return fmt.Errorf("resume: %w; resume without a model to use the checkpoint's own", err)
+		}
+		return fmt.Errorf("resume: %w", err)
+	}
+	return nil
+}
+
+// finished returns a Result with Done set, and the run's completed epochs,
+// when the resumed run (o.ResumeFrom) has nothing left to train under o:
+// every epoch asked for is completed, or it stopped at the end of an epoch
+// that reached o.TargetAcc. It returns a nil Result when there is training
+// to do, and an error when the checkpoint's run state cannot be read
+// (which resume would report the same way).
+func (o *Options) finished() (*Result, []EpochMetrics, error) {
+	ck := o.ResumeFrom
+	dir, file := resumePaths(o.Resume)
+	epoch, err := strconv.Atoi(ck.Meta["epoch"])
+	if err != nil || epoch < 0 || epoch > maxCount {
+		return nil, nil, fmt.Errorf("resume: %s: metadata epoch %q is not a count", file, ck.Meta["epoch"])
+	}
+	if epoch == 0 {
+		return nil, nil, nil
+	}
+	var history []EpochMetrics
+	if js, ok := ck.Meta["metrics"]; ok {
+		if err := json.Unmarshal([]byte(js), &history); err != nil {
+			return nil, nil, fmt.Errorf("resume: %s: metadata metrics: %v", file, err)
+		}
+	} else if history, err = readMetricsFile(filepath.Join(dir, MetricsName), epoch); err != nil {
+		return nil, nil, fmt.Errorf("resume: %w", err)
+	}
+	res := &Result{Checkpoint: file, Done: epoch}
+	// A run stopped inside an epoch went on past its last completed one,
+	// so that one had not reached the run's target: training goes on.
+	inside := ck.Meta["batch"] != "" && ck.Meta["batch"] != "0"
+	if n := len(history); n > 0 && history[n-1].Epoch == epoch && !inside {
+		res.LastValAcc = history[n-1].ValAcc
+		res.ReachedAcc = o.TargetAcc > 0 && res.LastValAcc >= o.TargetAcc
+	}
+	if res.ReachedAcc || epoch >= o.Epochs {
+		return res, history, nil
+	}
+	return nil, nil, nil
+}
+
 // maxCount bounds the epoch, step and batch counts of a checkpoint's
 // metadata (a corrupt value must not wrap around in epoch+1).
 const maxCount = 1 << 40
@@ -595,11 +737,8 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 			return st, err
 		}
 	}
-	if err := t.P.Load(ck); err != nil {
-		if ck.HasConfig() && ck.Config.Name == t.P.Config.Name && ck.Config.JSON() != t.P.Config.JSON() {
-			return st, fmt.Errorf("resume: %w; resume without a model to use the checkpoint's own", err)
-		}
-		return st, fmt.Errorf("resume: %w", err)
+	if err := loadResumed(t.P, ck); err != nil {
+		return st, err
 	}
 	meta := ck.Meta
 	num := func(key string, dflt string) (int, error) {
@@ -645,6 +784,10 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 		if v, ok := meta[k]; ok {
 			st.provenance[k] = v
 		}
+	}
+	st.run = meta["run"]
+	if len(st.run) > telemetry.MaxRunBytes {
+		return st, fmt.Errorf("resume: %s: metadata run of %d bytes, want at most %d", file, len(st.run), telemetry.MaxRunBytes)
 	}
 	st.optimizer = meta["optimizer"]
 	if st.optimizer == "" {

@@ -248,3 +248,65 @@ func TestTelemetryStepNoAllocs(t *testing.T) {
 		t.Errorf("a training step with telemetry allocates %.1f times", a)
 	}
 }
+
+// TestTelemetryRunID: a run's checkpoints and telemetry header carry the
+// same run id (metadata "run"), which its resumes keep and which tells a
+// run of another seed apart, so a resume never continues another run's
+// records: resuming the first run in a directory whose telemetry file a
+// run of another seed has since started gives a fresh file, not the other
+// run's records followed by this run's.
+func TestTelemetryRunID(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	o := tinyOptions(t, a)
+	o.Telemetry, o.Epochs = true, 1
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	ckA, err := ReadResume(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runA := ckA.Meta["run"]
+	if l, _ := readTelemetry(t, a); runA == "" || l.Header.Run != runA {
+		t.Fatalf("checkpoint run %q, telemetry header run %q: want the same, not empty", runA, l.Header.Run)
+	}
+	// Another seed in b: another id.
+	ob := tinyOptions(t, b)
+	ob.Telemetry, ob.Epochs, ob.Seed = true, 1, 2
+	if _, err := Run(context.Background(), ob); err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := readTelemetry(t, b)
+	if lb.Header.Run == runA || lb.Header.Run == "" {
+		t.Fatalf("seeds 1 and 2 have run ids %q and %q", runA, lb.Header.Run)
+	}
+	// b's telemetry file in a (a run of seed 2 that started there and
+	// was killed before its first checkpoint), then a resumes.
+	if err := os.WriteFile(filepath.Join(a, telemetry.FileName), must(os.ReadFile(filepath.Join(b, telemetry.FileName))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Epochs, o.Resume = 2, a
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := readTelemetry(t, a)
+	if l.Header.Run != runA || len(l.Records) != 6 || l.Records[0].Step != 7 {
+		t.Errorf("after resuming over another run's telemetry: run %q (want %q), %d records from step %d (want 6 from step 7)",
+			l.Header.Run, runA, len(l.Records), l.Records[0].Step)
+	}
+	ck, err := ReadResume(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Meta["run"] != runA {
+		t.Errorf("the resumed run's checkpoint has run %q, want %q", ck.Meta["run"], runA)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -227,3 +227,91 @@ func TestTrainStepNoAllocs(t *testing.T) {
 	}
 	step()
 }
+
+// TestResumeFinishedRun resumes runs that have nothing left to train (the
+// target reached, every epoch done): nothing is read but the checkpoint, so
+// a finished run kept without its optimizer state resumes, and nothing is
+// written. Asking for more trains on and then needs the optimizer state.
+func TestResumeFinishedRun(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyOptions(t, dir)
+	o.Epochs = 1
+	first, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := first.Epochs[0].ValAcc
+	if val <= 0 {
+		t.Fatalf("validation accuracy %v after one epoch: the test needs a positive one", val)
+	}
+	ck, err := ReadResume(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	optFile := filepath.Join(dir, ck.Meta["optimizer"])
+	if err := os.Remove(optFile); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func() map[string]string {
+		m := map[string]string{}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() == LockName {
+				continue // who held the lock last, and when
+			}
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[e.Name()] = string(b)
+		}
+		return m
+	}
+	before := snapshot()
+	for _, c := range []struct {
+		name    string
+		epochs  int
+		target  float64
+		reached bool
+	}{
+		{"target reached", 5, val, true},
+		{"target reached, every epoch done", 1, val / 2, true},
+		{"every epoch done", 1, 0, false},
+	} {
+		r := tinyOptions(t, dir)
+		r.Epochs, r.TargetAcc, r.Resume = c.epochs, c.target, dir
+		res, err := Run(context.Background(), r)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if res.Done != 1 || res.ReachedAcc != c.reached || len(res.Epochs) != 0 || res.LastValAcc != val ||
+			res.Checkpoint != filepath.Join(dir, CheckpointName) {
+			t.Errorf("%s: result %+v, want Done 1, ReachedAcc %v, last validation %v, no epoch", c.name, res, c.reached, val)
+		}
+		after := snapshot()
+		if len(after) != len(before) {
+			t.Errorf("%s: the run directory changed: %d files, was %d", c.name, len(after), len(before))
+		}
+		for name, b := range before {
+			if after[name] != b {
+				t.Errorf("%s: %s was rewritten", c.name, name)
+			}
+		}
+	}
+	// More than the run did: a higher target or more epochs trains, and
+	// needs the optimizer state, whose absence is named.
+	for _, c := range []struct {
+		epochs int
+		target float64
+	}{{5, 1}, {2, 0}} {
+		r := tinyOptions(t, dir)
+		r.Epochs, r.TargetAcc, r.Resume = c.epochs, c.target, dir
+		_, err := Run(context.Background(), r)
+		if err == nil || !strings.Contains(err.Error(), filepath.Base(optFile)) {
+			t.Errorf("-epochs %d -target %v without the optimizer state: error %v, want one naming %s", c.epochs, c.target, err, filepath.Base(optFile))
+		}
+	}
+}

@@ -166,8 +166,13 @@ func run(args []string) error {
 	if res.Interrupted {
 		return cli.Interrupted{Signal: sig()}
 	}
+	if res.Done > 0 && res.ReachedAcc { // a resumed run that had already reached its target
+		fmt.Printf("nothing to train: %s already reached the target validation accuracy %.2f%% at epoch %d (%.2f%%); ask for more with a higher -target\n",
+			res.Checkpoint, 100*o.TargetAcc, res.Done, 100*res.LastValAcc)
+		return nil
+	}
 	if len(res.Epochs) == 0 { // a resumed run that had already trained every epoch asked for
-		fmt.Printf("nothing to train: %s already holds epoch %s of %d; ask for more with a larger -epochs\n", res.Checkpoint, ck.Meta["epoch"], o.Epochs)
+		fmt.Printf("nothing to train: %s already holds epoch %d of %d; ask for more with a larger -epochs\n", res.Checkpoint, res.Done, o.Epochs)
 		return nil
 	}
 	last := res.Epochs[len(res.Epochs)-1]

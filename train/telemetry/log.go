@@ -29,7 +29,16 @@ type Header struct {
 	Model  string  `json:"model"`
 	Batch  int     `json:"batch"`
 	Layers []Layer `json:"layers"` // layer 0 (primary capsules) first
+	// Run identifies the training run that writes the file (train's
+	// fingerprint of the settings that decide its steps, kept in the
+	// run's checkpoints as metadata "run"), so that a resume never
+	// continues the records of another run. Empty in the files of runs
+	// that predate it, whose header line is then as before.
+	Run string `json:"run,omitempty"`
 }
+
+// MaxRunBytes bounds Header.Run.
+const MaxRunBytes = 128
 
 // Record is one training step.
 type Record struct {

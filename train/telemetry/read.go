@@ -171,6 +171,9 @@ func (h *Header) check() error {
 	if h.Batch < 1 || h.Batch > maxCount {
 		return fmt.Errorf("batch %d must be in 1..2^40", h.Batch)
 	}
+	if len(h.Run) > MaxRunBytes {
+		return fmt.Errorf("run of %d bytes, want at most %d", len(h.Run), MaxRunBytes)
+	}
 	if len(h.Layers) < 2 || len(h.Layers) > MaxLayers {
 		return fmt.Errorf("%d layers, want 2 to %d (telemetry.MaxLayers)", len(h.Layers), MaxLayers)
 	}

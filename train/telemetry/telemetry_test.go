@@ -296,20 +296,42 @@ func TestWriterResume(t *testing.T) {
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, full) {
 		t.Errorf("after a resume at step 6 and steps 7..10 again, the file differs from the uninterrupted one (%d bytes, want %d)", len(got), len(full))
 	}
-	// Another model's file, and no file: a fresh one.
+	// Another model's file, another run's (Header.Run) and no file: a
+	// fresh one.
 	other := h
 	other.Model = "other"
-	for _, prep := range []func(){func() {}, func() { os.Remove(path) }} {
-		prep()
-		w, err := Resume(dir, other, 6)
+	otherRun := h
+	otherRun.Run = "0123456789abcdef"
+	for _, c := range []struct {
+		h    Header
+		prep func()
+	}{{other, func() {}}, {other, func() { os.Remove(path) }}, {h, func() {}}, {otherRun, func() {}}} {
+		if c.h.Run == "" { // the file of the run without Run, to resume as otherRun
+			os.WriteFile(path, full, 0o644)
+		}
+		c.prep()
+		w, err := Resume(dir, c.h, 6)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Close()
 		l, err := ReadJSON(bytes.NewReader(must(os.ReadFile(path))), path)
-		if err != nil || len(l.Records) != 0 || l.Header.Model != "other" {
-			t.Errorf("resume over another run's file: %v, %d records, model %q", err, len(l.Records), l.Header.Model)
+		want := 0
+		if c.h.Model == h.Model && c.h.Run == h.Run {
+			want = 6 // its own file: cut back to step 6
 		}
+		if err != nil || len(l.Records) != want || l.Header.Model != c.h.Model || l.Header.Run != c.h.Run {
+			t.Errorf("resume of model %q run %q: %v, %d records (want %d), model %q run %q", c.h.Model, c.h.Run, err, len(l.Records), want, l.Header.Model, l.Header.Run)
+		}
+	}
+	// A header without Run is the header line of the files before it.
+	if line := must(json.Marshal(h)); bytes.Contains(line, []byte("run")) {
+		t.Errorf("a header without Run marshals to %s", line)
+	}
+	long := h
+	long.Run = strings.Repeat("a", MaxRunBytes+1)
+	if _, err := Create(dir, long); err == nil {
+		t.Error("a header with a run id longer than MaxRunBytes is written")
 	}
 	// Bad records are refused.
 	w, _ = Create(dir, h)

@@ -66,7 +66,8 @@ func open(path string, h Header, last int) (*Writer, error) {
 // (written after that checkpoint by a run that was then killed) and a
 // torn last line are cut off, so the resumed run appends its steps after
 // the checkpoint's exactly once. A missing file, or one whose header is
-// not h (another model, or not a telemetry file), is replaced by a fresh
+// not h (another model, another run (Header.Run), or not a
+// telemetry file), is replaced by a fresh
 // one (Create): the records of steps before the checkpoint are then not
 // in it.
 func Resume(dir string, h Header, step int) (*Writer, error) {
