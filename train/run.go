@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -798,6 +800,9 @@ func (t *Trainer) resume(path string, ck *capsnet.Checkpoint) (runState, error) 
 	}
 	optPath := filepath.Join(dir, st.optimizer)
 	opt, err := safetensors.Read(optPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, fmt.Errorf("resume: %s needs its optimizer state %s to train on, and it is missing (a finished run may be kept without it, but cannot then train further): %w", file, optPath, err)
+	}
 	if err != nil {
 		return st, fmt.Errorf("resume: %w", err)
 	}
