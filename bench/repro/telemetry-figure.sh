@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # telemetry-figure.sh OUT.png RUN_DIR... draws the max-norm heatmaps of
 # caps.0–caps.2 (the paper's layers 2–4) over each run's whole training,
-# one row of panels per run, from the runs' telemetry.ndjson: each run's
+# one row of panels per run, from the runs' telemetry.ndjson (or its
+# committed form telemetry.ndjson.gz): each run's
 # tools/analyze -html report gives the panels (inline SVG), which are put
 # on one page and rendered by headless Chromium. The figure of
 # docs/reproduction.md:
@@ -20,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/analyze" ./tools/analyze
 reports=()
 for d in "$@"; do
-	[ -f "$d/telemetry.ndjson" ] || { echo "$0: $d has no telemetry.ndjson" >&2; exit 1; }
+	[ -f "$d/telemetry.ndjson" ] || [ -f "$d/telemetry.ndjson.gz" ] || { echo "$0: $d has no telemetry.ndjson(.gz)" >&2; exit 1; }
 	r="$tmp/$(basename "$d").html"
 	# The tables do not matter here: a few images, one parse tree.
 	"$tmp/analyze" -checkpoint "$d/checkpoint.safetensors" -data embedded -k 8 -batch 8 -samples 1 -html "$r" >/dev/null

@@ -33,7 +33,7 @@ func addHTMLFlags(fs *flag.FlagSet) *htmlFlags {
 	h := &htmlFlags{}
 	fs.StringVar(&h.out, "html", "", "also write the report (tables, parse trees, coupling and norm statistics, invariance curves, telemetry, training curves) as one self-contained HTML file")
 	fs.IntVar(&h.samples, "samples", 4, fmt.Sprintf("parse trees of this many test images in the -html report, 0 to %d", eval.MaxSamples))
-	fs.StringVar(&h.telemetry, "telemetry", "", "telemetry file of the run for the -html report (default "+telemetry.FileName+" next to the first checkpoint, when present)")
+	fs.StringVar(&h.telemetry, "telemetry", "", "telemetry file of the run for the -html report, plain or gzip-compressed (default "+telemetry.FileName+", else "+telemetry.GzipName+", next to the first checkpoint, when present)")
 	fs.Float64Var(&h.darkNorm, "dark-norm", telemetry.DefaultDarkNorm, "the -html report's telemetry lists the capsules whose largest norm over the batch stayed below this for at least the last 10% of the logged steps (dark since a step), in (0, 1e6]")
 	fs.StringVar(&h.metrics, "metrics", "", "metrics file of the run for the -html report (default "+train.MetricsName+" next to the first checkpoint, when present)")
 	return h
@@ -94,15 +94,15 @@ func (h *htmlFlags) write(stdout io.Writer, m firstModel, tables analysis.Tables
 	}
 	in.Perturbation = &report.Figure{PNG: fig, Caption: fmt.Sprintf("Image 0 of %s (label %d, predicted %d): the reconstruction from digit capsule %d with one dimension (row) shifted by −0.25 … +0.25 in steps of 0.05 (columns; the middle one unshifted), as in Sabour et al.", m.ds.Name, label, class, class)}
 	dir := filepath.Dir(m.path)
-	if path, err := runFile(h.telemetry, "telemetry", filepath.Join(dir, telemetry.FileName)); err != nil {
-		return err
-	} else if path != "" {
-		f, err := os.Open(path)
-		if err != nil {
+	path := h.telemetry
+	if path == "" {
+		// The run's telemetry.ndjson, or telemetry.ndjson.gz as committed.
+		if path, err = telemetry.Find(dir); err != nil {
 			return fmt.Errorf("-telemetry: %w", err)
 		}
-		in.Telemetry, err = telemetry.Read(f, path)
-		f.Close()
+	}
+	if path != "" {
+		in.Telemetry, err = telemetry.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("-telemetry: %w", err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"os"
@@ -99,6 +100,26 @@ func TestHTML(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 1 {
 		t.Errorf("%d files beside the report", len(ents))
 	}
+	// The telemetry committed compressed (gzip -k; the plain file gone)
+	// is found and read as the plain one.
+	tpath := filepath.Join(filepath.Dir(ck), telemetry.FileName)
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(must(os.ReadFile(tpath)))
+	zw.Close()
+	if err := os.WriteFile(tpath+".gz", zb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(tpath); err != nil {
+		t.Fatal(err)
+	}
+	var zout bytes.Buffer
+	if err := run([]string{"-checkpoint", ck, "-k", "5", "-html", out}, &zout); err != nil {
+		t.Fatal(err)
+	}
+	if zdoc := string(must(os.ReadFile(out))); !strings.Contains(zdoc, "3 training step(s) of tiny-deep") || !strings.Contains(zout.String(), "capsule@since-step: 0@1 1@1") {
+		t.Errorf("the report or the output lacks the telemetry of %s", telemetry.GzipName)
+	}
 	// A named telemetry file that does not exist is an error naming it.
 	err = run([]string{"-checkpoint", ck, "-k", "5", "-html", out, "-telemetry", filepath.Join(t.TempDir(), "none.ndjson")}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "-telemetry") || !strings.Contains(err.Error(), "none.ndjson") {
@@ -109,4 +130,12 @@ func TestHTML(t *testing.T) {
 	if err := run([]string{"-checkpoint", ck, "-html", out, "-samples", "-1"}, &bytes.Buffer{}); !errors.As(err, &ue) {
 		t.Errorf("-samples -1: %v", err)
 	}
+}
+
+// must returns v, panicking on err (test set-up that cannot fail).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -65,11 +65,12 @@ func open(path string, h Header, last int) (*Writer, error) {
 // checkpoint taken after optimizer step step. Records of later steps
 // (written after that checkpoint by a run that was then killed) and a
 // torn last line are cut off, so the resumed run appends its steps after
-// the checkpoint's exactly once. A missing file, or one whose header is
-// not h (another model, another run (Header.Run), or not a
-// telemetry file), is replaced by a fresh
-// one (Create): the records of steps before the checkpoint are then not
-// in it.
+// the checkpoint's exactly once. When FileName is missing but GzipName is
+// there (a run directory committed compressed), GzipName is unpacked into
+// FileName first (and kept). A missing file, or one whose header is not h
+// (another model, another run (Header.Run), or not a telemetry file), is
+// replaced by a fresh one (Create): the records of steps before the
+// checkpoint are then not in it.
 func Resume(dir string, h Header, step int) (*Writer, error) {
 	path := filepath.Join(dir, FileName)
 	if err := h.check(); err != nil {
@@ -77,7 +78,15 @@ func Resume(dir string, h Header, step int) (*Writer, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Create(dir, h)
+		// A committed run directory may carry the file compressed.
+		ok, uerr := unpack(dir)
+		if uerr != nil {
+			return nil, uerr
+		}
+		if !ok {
+			return Create(dir, h)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
