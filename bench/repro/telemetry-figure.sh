@@ -7,7 +7,7 @@
 # on one page and rendered by headless Chromium. The figure of
 # docs/reproduction.md:
 #
-#   bench/repro/telemetry-figure.sh docs/deep-s12-telemetry.png bench/repro/deep-s1 bench/repro/deep-s2
+#   bench/repro/telemetry-figure.sh docs/deep-s123-telemetry.png bench/repro/deep-s1 bench/repro/deep-s2 bench/repro/deep-s3
 #
 # Needs chromium (apt-get install chromium) and python3.
 set -euo pipefail
