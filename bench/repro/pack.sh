@@ -7,9 +7,12 @@
 #     one the checkpoint names is left), or, with -finished (the run reached
 #     its target or its last epoch: resuming it trains nothing and needs no
 #     optimizer state), none: tracked ones are removed from the index;
-#   - telemetry.ndjson compressed to telemetry.ndjson.gz (gzip -9, through
-#     a temporary file and a rename), which tools/analyze reads and
-#     train -resume unpacks; the plain file is not staged;
+#   - telemetry.ndjson compressed to telemetry.ndjson.gz, which
+#     tools/analyze reads: with -finished max-pooled into at most 1,000
+#     records (go run ./tools/pool; the pooling is recorded in the file's
+#     header, and a pooled log cannot be continued), else whole (gzip -9,
+#     through a temporary file and a rename), which train -resume
+#     unpacks and continues; the plain file is not staged;
 #   - the deletion of tracked files that are gone (an earlier optimizer
 #     state).
 # Stop the run first (kill -TERM: it saves its position inside the epoch).
@@ -30,7 +33,10 @@ for d in "$@"; do
 		exit 1
 	fi
 	files=("$d/checkpoint.safetensors" "$d/metrics.ndjson")
-	if [ -f "$d/telemetry.ndjson" ]; then
+	if [ -f "$d/telemetry.ndjson" ] && [ "$finished" = 1 ]; then
+		go run ./tools/pool -max 1000 "$d/telemetry.ndjson" "$d/telemetry.ndjson.gz"
+		files+=("$d/telemetry.ndjson.gz")
+	elif [ -f "$d/telemetry.ndjson" ]; then
 		tmp=$(mktemp "$d/.telemetry.ndjson.gz.tmp-XXXXXX")
 		gzip -9 -c "$d/telemetry.ndjson" >"$tmp"
 		sync "$tmp"

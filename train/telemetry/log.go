@@ -35,6 +35,10 @@ type Header struct {
 	// continues the records of another run. Empty in the files of runs
 	// that predate it, whose header line is then as before.
 	Run string `json:"run,omitempty"`
+	// Pool is set in a log made by Log.Pool: each record then stands for
+	// a window of consecutive steps of the run, not one step. Nil in a
+	// log as training writes it.
+	Pool *Pooling `json:"pool,omitempty"`
 }
 
 // MaxRunBytes bounds Header.Run.

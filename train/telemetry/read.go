@@ -174,6 +174,11 @@ func (h *Header) check() error {
 	if len(h.Run) > MaxRunBytes {
 		return fmt.Errorf("run of %d bytes, want at most %d", len(h.Run), MaxRunBytes)
 	}
+	if h.Pool != nil {
+		if err := h.Pool.check(); err != nil {
+			return err
+		}
+	}
 	if len(h.Layers) < 2 || len(h.Layers) > MaxLayers {
 		return fmt.Errorf("%d layers, want 2 to %d (telemetry.MaxLayers)", len(h.Layers), MaxLayers)
 	}

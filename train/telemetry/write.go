@@ -122,6 +122,9 @@ func resumePoint(f *os.File, h Header, step int) (keep int64, last int, ok bool,
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, err := br.ReadSlice('\n')
 	if err != nil || string(head[:len(head)-1]) != string(want) {
+		if pooled(head) {
+			return 0, 0, false, errPooled
+		}
 		return 0, 0, false, nil // not this run's header: start afresh
 	}
 	keep = int64(len(head))
@@ -153,6 +156,18 @@ func resumePoint(f *os.File, h Header, step int) (keep int64, last int, ok bool,
 		keep += n
 		last = s
 	}
+}
+
+// errPooled is Resume's error for a pooled log (Log.Pool), which holds
+// windows of steps and cannot be continued step by step.
+var errPooled = errors.New("the telemetry is max-pooled (its header has \"pool\"): a pooled log cannot be continued; move it aside to start a new one")
+
+// pooled reports whether a header line is a pooled log's.
+func pooled(line []byte) bool {
+	var h struct {
+		Pool *Pooling `json:"pool"`
+	}
+	return json.Unmarshal(line, &h) == nil && h.Pool != nil
 }
 
 // lineStep returns the step of a record line as the Writer writes it:
