@@ -6,6 +6,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0
 	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/minio/simdjson-go v0.4.5
+	golang.org/x/mod v0.43.0
 	golang.org/x/net v0.57.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
