@@ -36,48 +36,62 @@ func TestAccessors(t *testing.T) {
 	}
 	buf := make([]float32, 64)
 	for l, li := range n.Layers() {
-		v, vs, err := n.Capsules(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := dump[fmt.Sprintf("trace.%d.v", l)]
-		if vs.B != 2 || vs.N != li.N || vs.D != li.D || ref.Shape[1] != vs.N || ref.Shape[2] != vs.D {
-			t.Fatalf("layer %d: shape %+v, info %+v, dump %v", l, vs, li, ref.Shape)
-		}
-		for b := 0; b < vs.B; b++ {
-			for i := 0; i < vs.N; i++ {
-				c := vs.Capsule(v, b, i, buf)
-				for k := range c {
-					if c[k] != ref.Data[(b*vs.N+i)*vs.D+k] || vs.At(v, b, i, k) != c[k] {
-						t.Fatalf("layer %d sample %d capsule %d [%d]: %v, dump %v", l, b, i, k, c[k], ref.Data[(b*vs.N+i)*vs.D+k])
-					}
-				}
-			}
-		}
-		if l == 0 {
-			if _, _, err := n.Couplings(0); err == nil {
-				t.Error("Couplings(0): no error")
-			}
-			continue
-		}
-		c, cs, err := n.Couplings(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cref := dump[fmt.Sprintf("trace.%d.c", l)]
-		for b := 0; b < cs.B; b++ {
-			for i := 0; i < cs.NIn; i++ {
-				for j := 0; j < cs.NOut; j++ {
-					if got, want := cs.At(c, b, i, j), cref.Data[(b*cs.NIn+i)*cs.NOut+j]; got != want {
-						t.Fatalf("layer %d c[%d,%d,%d] = %v, dump %v", l, b, i, j, got, want)
-					}
-				}
-			}
-		}
+		checkLayerAccessors(t, n, dump, l, li, buf)
 	}
 	if err := n.Backward(); err != nil {
 		t.Fatal(err)
 	}
+	checkVotesGrad(t, n, p, dump)
+	checkAccessorErrors(t, n, p)
+}
+
+// checkLayerAccessors checks Capsules and Couplings of capsule layer l
+// (info li) of n after a Forward against the PyTorch-layout dump of the
+// same pass (buf holds a capsule); layer 0 has no couplings.
+func checkLayerAccessors(t *testing.T, n *Net, dump map[string]Tensor, l int, li LayerInfo, buf []float32) {
+	v, vs, err := n.Capsules(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := dump[fmt.Sprintf("trace.%d.v", l)]
+	if vs.B != 2 || vs.N != li.N || vs.D != li.D || ref.Shape[1] != vs.N || ref.Shape[2] != vs.D {
+		t.Fatalf("layer %d: shape %+v, info %+v, dump %v", l, vs, li, ref.Shape)
+	}
+	for b := 0; b < vs.B; b++ {
+		for i := 0; i < vs.N; i++ {
+			c := vs.Capsule(v, b, i, buf)
+			for k := range c {
+				if c[k] != ref.Data[(b*vs.N+i)*vs.D+k] || vs.At(v, b, i, k) != c[k] {
+					t.Fatalf("layer %d sample %d capsule %d [%d]: %v, dump %v", l, b, i, k, c[k], ref.Data[(b*vs.N+i)*vs.D+k])
+				}
+			}
+		}
+	}
+	if l == 0 {
+		if _, _, err := n.Couplings(0); err == nil {
+			t.Error("Couplings(0): no error")
+		}
+		return
+	}
+	c, cs, err := n.Couplings(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cref := dump[fmt.Sprintf("trace.%d.c", l)]
+	for b := 0; b < cs.B; b++ {
+		for i := 0; i < cs.NIn; i++ {
+			for j := 0; j < cs.NOut; j++ {
+				if got, want := cs.At(c, b, i, j), cref.Data[(b*cs.NIn+i)*cs.NOut+j]; got != want {
+					t.Fatalf("layer %d c[%d,%d,%d] = %v, dump %v", l, b, i, j, got, want)
+				}
+			}
+		}
+	}
+}
+
+// checkVotesGrad checks VotesGrad of every routed layer of n (model p)
+// after a Backward against the PyTorch-layout gradients of the dump.
+func checkVotesGrad(t *testing.T, n *Net, p *Params, dump map[string]Tensor) {
 	for l := 1; l < len(n.Layers()); l++ {
 		g, ws, err := n.VotesGrad(l)
 		if err != nil {
@@ -96,6 +110,11 @@ func TestAccessors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkAccessorErrors checks the accessors' errors: layers out of range,
+// and VotesGrad and BackwardMargin on an inference Net of model p.
+func checkAccessorErrors(t *testing.T, n *Net, p *Params) {
 	last := len(n.Layers())
 	if _, _, err := n.Capsules(last); err == nil {
 		t.Error("Capsules past the last layer: no error")

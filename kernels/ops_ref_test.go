@@ -500,15 +500,28 @@ func TestOps(t *testing.T) {
 // checkers: each must be rejected, or the tolerances are too loose to mean
 // anything.
 func TestOpsCheckersDetectBugs(t *testing.T) {
-	type bug struct {
-		name   string
-		patch  func(o *ops)
-		check  string
-		rows   int
-		cols   int
-		ntries int
+	bugs := append(opsLinearBugs(), opsNonlinearBugs()...)
+	for _, b := range bugs {
+		checkBugCaught(t, b)
 	}
-	bugs := []bug{
+}
+
+// opsBug is a broken implementation for TestOpsCheckersDetectBugs: patch
+// breaks one primitive of a copy of refOps, and the checker named check,
+// run up to ntries times on a rows×cols problem, must reject it.
+type opsBug struct {
+	name   string
+	patch  func(o *ops)
+	check  string
+	rows   int
+	cols   int
+	ntries int
+}
+
+// opsLinearBugs returns the broken gemvN, gemvT, ger and mulAddRows of
+// TestOpsCheckersDetectBugs.
+func opsLinearBugs() []opsBug {
+	return []opsBug{
 		{"gemvN off by 1e-4", func(o *ops) {
 			o.gemvN = func(m, n int, a []float32, lda int, x, y []float32) {
 				gemvNRef(m, n, a, lda, x, y)
@@ -530,6 +543,13 @@ func TestOpsCheckersDetectBugs(t *testing.T) {
 				y[0] += 1e-4
 			}
 		}, "mulAddRows", 8, 16, 1},
+	}
+}
+
+// opsNonlinearBugs returns the broken softmaxCols, softmaxColsGrad, squash
+// and squashGrad of TestOpsCheckersDetectBugs.
+func opsNonlinearBugs() []opsBug {
+	return []opsBug{
 		{"softmaxCols without max subtraction", func(o *ops) {
 			o.softmaxCols = func(rows, n int, l, c []float32) {
 				for i := 0; i < n; i++ {
@@ -598,26 +618,29 @@ func TestOpsCheckersDetectBugs(t *testing.T) {
 			}
 		}, "squashGrad/sabour", 16, 10, 1},
 	}
-	for _, b := range bugs {
-		o := refOps
-		b.patch(&o)
-		var run func(o *ops, rng *rand.Rand, r, c int) error
-		for _, ck := range opsChecks {
-			if ck.name == b.check {
-				run = ck.run
-			}
+}
+
+// checkBugCaught patches a copy of refOps with b and fails t unless b's
+// checker rejects it within b.ntries runs.
+func checkBugCaught(t *testing.T, b opsBug) {
+	o := refOps
+	b.patch(&o)
+	var run func(o *ops, rng *rand.Rand, r, c int) error
+	for _, ck := range opsChecks {
+		if ck.name == b.check {
+			run = ck.run
 		}
-		if run == nil {
-			t.Fatalf("%s: no checker %q", b.name, b.check)
-		}
-		rng := rand.New(rand.NewPCG(3, 4))
-		caught := false
-		for i := 0; i < b.ntries && !caught; i++ {
-			caught = run(&o, rng, b.rows, b.cols) != nil
-		}
-		if !caught {
-			t.Errorf("checker %s accepted a broken implementation: %s", b.check, b.name)
-		}
+	}
+	if run == nil {
+		t.Fatalf("%s: no checker %q", b.name, b.check)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	caught := false
+	for i := 0; i < b.ntries && !caught; i++ {
+		caught = run(&o, rng, b.rows, b.cols) != nil
+	}
+	if !caught {
+		t.Errorf("checker %s accepted a broken implementation: %s", b.check, b.name)
 	}
 }
 

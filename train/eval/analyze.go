@@ -114,114 +114,12 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 	if err != nil {
 		return nil, err
 	}
-	type point struct {
-		f   data.Family
-		m   float64
-		acc *analysis.Invariance
+	pts, err := invariancePoints(net, batch.Cap(), families, mags)
+	if err != nil {
+		return nil, err
 	}
-	var pts []point
-	for _, f := range families {
-		ms, ok := mags[f]
-		if !ok {
-			ms = DefaultMagnitudes(f)
-		}
-		for _, m := range ms {
-			if _, err := data.FamilyAffine(f, m); err != nil {
-				return nil, err
-			}
-			acc, err := analysis.NewInvariance(net.Layers(), batch.Cap())
-			if err != nil {
-				return nil, err
-			}
-			pts = append(pts, point{f, m, acc})
-		}
-	}
-	if len(pts) == 0 {
-		return nil, fmt.Errorf("invariance: no transformation to measure")
-	}
-	sz := in[0] * in[1] * in[2]
-	x, xt := batch.X, make([]float32, batch.Cap()*sz)
-	var tmp data.Image // a transformed image at the data's size, before rescaling
-	if rescale {
-		x = make([]float32, batch.Cap()*sz)
-		tmp = data.Image{C: c, H: h, W: w, Pix: make([]float32, c*h*w)}
-	}
-	model := func(buf []float32, i int) data.Image {
-		return data.Image{C: in[0], H: in[1], W: in[2], Pix: buf[i*sz : (i+1)*sz]}
-	}
-	// The originals' capsules are computed once per batch and kept (orig);
-	// each transformation then costs one forward pass, and magnitude 0 (the
-	// identity) none: its pairs are the originals themselves.
-	layers := net.Layers()
-	orig := make([][]float32, len(layers))
-	for l, li := range layers {
-		orig[l] = make([]float32, batch.Cap()*li.N*li.D)
-	}
-	addPairs := func(pt point, trans func(l int) ([]float32, error), n int) error {
-		for l, li := range layers {
-			t, err := trans(l)
-			if err != nil {
-				return err
-			}
-			if err := pt.acc.AddPair(l, orig[l], t, capsnet.CapsShape{B: n, N: li.N, D: li.D}, n); err != nil {
-				return err
-			}
-		}
-		pt.acc.AddImages(n)
-		return nil
-	}
-	err = firstImages(b, batch, k, "invariance", func(n int) error {
-		if rescale {
-			for i := 0; i < n; i++ {
-				if err := data.Rescale(model(x, i), batch.Image(i)); err != nil {
-					return fmt.Errorf("invariance: %w", err)
-				}
-			}
-		}
-		if err := net.Forward(x, nil); err != nil {
-			return fmt.Errorf("invariance: %w", err)
-		}
-		for l := range layers {
-			c, _, err := net.Capsules(l)
-			if err != nil {
-				return err
-			}
-			copy(orig[l], c)
-		}
-		for _, pt := range pts {
-			if pt.m == 0 { // the identity of every family
-				if err := addPairs(pt, func(l int) ([]float32, error) { return orig[l], nil }, n); err != nil {
-					return err
-				}
-				continue
-			}
-			for i := 0; i < n; i++ {
-				dst := model(xt, i)
-				if rescale {
-					dst = tmp
-				}
-				if err := data.Transform(dst, batch.Image(i), pt.f, pt.m); err != nil {
-					return fmt.Errorf("invariance: %s %g: %w", pt.f, pt.m, err)
-				}
-				if rescale {
-					if err := data.Rescale(model(xt, i), tmp); err != nil {
-						return fmt.Errorf("invariance: %w", err)
-					}
-				}
-			}
-			if err := net.Forward(xt, nil); err != nil {
-				return fmt.Errorf("invariance: %w", err)
-			}
-			err := addPairs(pt, func(l int) ([]float32, error) {
-				c, _, err := net.Capsules(l)
-				return c, err
-			}, n)
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	r := newInvarianceRun(net, batch, in, c, h, w, rescale, pts)
+	err = firstImages(b, batch, k, "invariance", r.addBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +129,163 @@ func Invariance(p *capsnet.Params, b *data.Batcher, k int, families []data.Famil
 		out[i] = InvariancePoint{Family: pt.f, Magnitude: pt.m, K: kk, Layers: layers}
 	}
 	return out, nil
+}
+
+// invariancePt is one (family, magnitude) point of Invariance with the
+// accumulator of its figures.
+type invariancePt struct {
+	f   data.Family
+	m   float64
+	acc *analysis.Invariance
+}
+
+// invariancePoints returns the points of Invariance in order: for each
+// family, each of its magnitudes (mags[f], DefaultMagnitudes when absent),
+// each with an empty accumulator for the capsule layers of net and batches
+// of size images. An unknown family or magnitude, or no point at all, is an
+// error.
+func invariancePoints(net *capsnet.Net, size int, families []data.Family, mags map[data.Family][]float64) ([]invariancePt, error) {
+	var pts []invariancePt
+	for _, f := range families {
+		ms, ok := mags[f]
+		if !ok {
+			ms = DefaultMagnitudes(f)
+		}
+		for _, m := range ms {
+			if _, err := data.FamilyAffine(f, m); err != nil {
+				return nil, err
+			}
+			acc, err := analysis.NewInvariance(net.Layers(), size)
+			if err != nil {
+				return nil, err
+			}
+			pts = append(pts, invariancePt{f, m, acc})
+		}
+	}
+	if len(pts) == 0 {
+		return nil, fmt.Errorf("invariance: no transformation to measure")
+	}
+	return pts, nil
+}
+
+// invarianceRun holds the buffers of one Invariance pass: the model's input
+// of the originals (x, batch.X unless rescaled) and of the transformed
+// images (xt), and the originals' capsules of the current batch (orig).
+type invarianceRun struct {
+	net     *capsnet.Net
+	batch   *data.Batch
+	pts     []invariancePt
+	in      [3]int
+	sz      int
+	rescale bool
+	x, xt   []float32
+	tmp     data.Image // a transformed image at the data's size, before rescaling
+	layers  []capsnet.LayerInfo
+	orig    [][]float32
+}
+
+// newInvarianceRun allocates the buffers of an Invariance pass of net over
+// batches of batch, for images of c×h×w (rescaled to the model's input in
+// when rescale) and the points pts.
+func newInvarianceRun(net *capsnet.Net, batch *data.Batch, in [3]int, c, h, w int, rescale bool, pts []invariancePt) *invarianceRun {
+	r := &invarianceRun{net: net, batch: batch, pts: pts, in: in, rescale: rescale}
+	r.sz = in[0] * in[1] * in[2]
+	r.x, r.xt = batch.X, make([]float32, batch.Cap()*r.sz)
+	if rescale {
+		r.x = make([]float32, batch.Cap()*r.sz)
+		r.tmp = data.Image{C: c, H: h, W: w, Pix: make([]float32, c*h*w)}
+	}
+	// The originals' capsules are computed once per batch and kept (orig);
+	// each transformation then costs one forward pass, and magnitude 0 (the
+	// identity) none: its pairs are the originals themselves.
+	r.layers = net.Layers()
+	r.orig = make([][]float32, len(r.layers))
+	for l, li := range r.layers {
+		r.orig[l] = make([]float32, batch.Cap()*li.N*li.D)
+	}
+	return r
+}
+
+// model returns image i of buf, a batch at the model's input shape.
+func (r *invarianceRun) model(buf []float32, i int) data.Image {
+	return data.Image{C: r.in[0], H: r.in[1], W: r.in[2], Pix: buf[i*r.sz : (i+1)*r.sz]}
+}
+
+// addPairs adds to pt, for every capsule layer l, the pairs of the
+// originals' capsules and trans(l) over n images, then counts the n images.
+func (r *invarianceRun) addPairs(pt invariancePt, trans func(l int) ([]float32, error), n int) error {
+	for l, li := range r.layers {
+		t, err := trans(l)
+		if err != nil {
+			return err
+		}
+		if err := pt.acc.AddPair(l, r.orig[l], t, capsnet.CapsShape{B: n, N: li.N, D: li.D}, n); err != nil {
+			return err
+		}
+	}
+	pt.acc.AddImages(n)
+	return nil
+}
+
+// addBatch measures the first n images of the current batch at every point:
+// the callback of firstImages.
+func (r *invarianceRun) addBatch(n int) error {
+	if r.rescale {
+		for i := 0; i < n; i++ {
+			if err := data.Rescale(r.model(r.x, i), r.batch.Image(i)); err != nil {
+				return fmt.Errorf("invariance: %w", err)
+			}
+		}
+	}
+	if err := r.net.Forward(r.x, nil); err != nil {
+		return fmt.Errorf("invariance: %w", err)
+	}
+	for l := range r.layers {
+		c, _, err := r.net.Capsules(l)
+		if err != nil {
+			return err
+		}
+		copy(r.orig[l], c)
+	}
+	for _, pt := range r.pts {
+		if pt.m == 0 { // the identity of every family
+			if err := r.addPairs(pt, func(l int) ([]float32, error) { return r.orig[l], nil }, n); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.addTransformed(pt, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addTransformed transforms the first n images of the current batch by
+// pt's family and magnitude (rescaling them after when r.rescale), runs
+// them through the Net and adds their pairs with the originals to pt.
+func (r *invarianceRun) addTransformed(pt invariancePt, n int) error {
+	for i := 0; i < n; i++ {
+		dst := r.model(r.xt, i)
+		if r.rescale {
+			dst = r.tmp
+		}
+		if err := data.Transform(dst, r.batch.Image(i), pt.f, pt.m); err != nil {
+			return fmt.Errorf("invariance: %s %g: %w", pt.f, pt.m, err)
+		}
+		if r.rescale {
+			if err := data.Rescale(r.model(r.xt, i), r.tmp); err != nil {
+				return fmt.Errorf("invariance: %w", err)
+			}
+		}
+	}
+	if err := r.net.Forward(r.xt, nil); err != nil {
+		return fmt.Errorf("invariance: %w", err)
+	}
+	return r.addPairs(pt, func(l int) ([]float32, error) {
+		c, _, err := r.net.Capsules(l)
+		return c, err
+	}, n)
 }
 
 // firstImages runs fn on the batches of epoch 0 of b (filled into batch)

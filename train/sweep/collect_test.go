@@ -94,6 +94,22 @@ func gridTasks(archs [][2]int, seeds int) []Task {
 // counts, accuracies, the best models, their tables and the Markdown.
 func TestCollect(t *testing.T) {
 	dir := t.TempDir()
+	mp := writeCollectGrid(t, dir)
+	s, err := Collect(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCollectCounts(t, s)
+	checkCollectArchs(t, s)
+	checkCollectBest(t, s)
+	checkCollectOutputs(t, dir, s)
+}
+
+// writeCollectGrid writes under dir the manifest of the grid of TestCollect
+// and its results (missing, failed, NaN, foreign and garbage ones among
+// them), and returns the manifest's path.
+func writeCollectGrid(t *testing.T, dir string) string {
+	t.Helper()
 	tasks := gridTasks([][2]int{{1, 4}, {1, 8}, {2, 4}, {2, 8}}, 3)
 	mp := writeManifest(t, dir, tasks)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -136,10 +152,12 @@ func TestCollect(t *testing.T) {
 		}
 		writeResult(t, dir, res)
 	}
-	s, err := Collect(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return mp
+}
+
+// checkCollectCounts checks the counts of the Summary s of TestCollect's
+// grid and the problems of its failed and invalid tasks.
+func checkCollectCounts(t *testing.T, s *Summary) {
 	indices := func(ps []Problem) (xs []int) {
 		for _, p := range ps {
 			xs = append(xs, p.Index)
@@ -157,6 +175,11 @@ func TestCollect(t *testing.T) {
 			t.Errorf("invalid task %d: problem %q, want %q", i, p, want)
 		}
 	}
+}
+
+// checkCollectArchs checks the per-architecture figures of the Summary s
+// of TestCollect's grid.
+func checkCollectArchs(t *testing.T, s *Summary) {
 	if len(s.Archs) != 4 {
 		t.Fatalf("%d archs", len(s.Archs))
 	}
@@ -171,6 +194,11 @@ func TestCollect(t *testing.T) {
 	if d := s.Archs[3]; d.RBA.Seeds != 2 || d.Uniform.Seeds != 1 || !near(d.Uniform.Eval.Mean, 0.60) {
 		t.Errorf("arch 3: %+v", d)
 	}
+}
+
+// checkCollectBest checks the best models of the Summary s of
+// TestCollect's grid and their tables.
+func checkCollectBest(t *testing.T, s *Summary) {
 	// Best: depth 2 ties at 97% between n4 and n8: fewer parameters wins.
 	if len(s.Best) != 3 || s.Best[0].Scope != "overall" || s.Best[0].Arch.Arch != "n4-d4-L2" ||
 		s.Best[1].Scope != "depth 1" || s.Best[1].Arch.Arch != "n8-d4-L1" || s.Best[2].Scope != "depth 2" || s.Best[2].Arch.Arch != "n4-d4-L2" {
@@ -187,6 +215,12 @@ func TestCollect(t *testing.T) {
 	if t1 := s.Best[1].Tables; t1 == nil || t1.Models != 2 || !math.IsNaN(t1.Table1[0].DYR.Mean) {
 		t.Errorf("tables of the best depth-1 model (a NaN dyr): %+v", t1)
 	}
+}
+
+// checkCollectOutputs checks the Markdown, JSON and HTML of the Summary s
+// of TestCollect's grid, and that WriteFiles (into dir) writes the same
+// Markdown.
+func checkCollectOutputs(t *testing.T, dir string, s *Summary) {
 	var md bytes.Buffer
 	if err := s.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
