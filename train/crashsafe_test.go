@@ -84,7 +84,7 @@ func runInterrupted(t *testing.T, o Options, k int) *Result {
 // the holder is gone.
 func TestRunDirLocked(t *testing.T) {
 	dir := t.TempDir()
-	release, err := lockRunDir(dir)
+	held, err := openRunDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRunDirLocked(t *testing.T) {
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "in use by another trainer") || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
 		t.Fatalf("second trainer on a locked directory: %v", err)
 	}
-	release()
+	held.close()
 	oneEpoch(t, dir)
 }
 
@@ -101,7 +101,7 @@ func TestRunDirLocked(t *testing.T) {
 func TestStaleFilesRemoved(t *testing.T) {
 	dir := t.TempDir()
 	o := oneEpoch(t, dir)
-	for _, n := range []string{".checkpoint.safetensors.tmp-123", ".optimizer-7.safetensors.tmp-9", "optimizer-999.safetensors", OptimizerName} {
+	for _, n := range []string{".checkpoint.safetensors.tmp-123", ".optimizer-7.safetensors.tmp-9", "optimizer-999.safetensors"} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("junk"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestOtherModelRefused(t *testing.T) {
 	other.Epochs = 1
 	other.Model = capsnet.Presets()["tiny-deep-uniform"]
 	_, err := Run(context.Background(), other)
-	if err == nil || !strings.Contains(err.Error(), "holds a run of model tiny-deep (epoch 1), not of tiny-deep-uniform") || !strings.Contains(err.Error(), "-overwrite") {
+	if err == nil || !strings.Contains(err.Error(), "holds a run of model tiny-deep (epoch 1), not of tiny-deep-uniform") || !errors.Is(err, ErrOtherRun) {
 		t.Fatalf("other model over a run: %v", err)
 	}
 	changed := tinyOptions(t, dir)
@@ -139,6 +139,15 @@ func TestOtherModelRefused(t *testing.T) {
 	changed.Model.Caps[0].Iters++
 	if _, err := Run(context.Background(), changed); err == nil || !strings.Contains(err.Error(), "another configuration of model tiny-deep") {
 		t.Fatalf("changed configuration over a run: %v", err)
+	}
+	junk := t.TempDir()
+	if err := os.WriteFile(filepath.Join(junk, CheckpointName), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), tinyOptions(t, junk))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "OutDir" || fe.Value != junk || !errors.Is(err, ErrOtherRun) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("a run over an unreadable checkpoint: %v", err)
 	}
 	other.Overwrite = true
 	if _, err := Run(context.Background(), other); err != nil {

@@ -89,7 +89,7 @@ func FuzzOptimizerState(f *testing.F) {
 			tt.Fatal(err)
 		}
 		var err error
-		n := allocated(func() { _, err = t.resume(dir, ck) })
+		n := allocated(func() { _, err = resumeRun(t, dir, ck) })
 		if bound := uint64(16<<20 + 3*len(b)); n > bound {
 			tt.Fatalf("resume allocated %d bytes for a %d-byte optimizer file (bound %d)", n, len(b), bound)
 		}
@@ -126,7 +126,7 @@ func FuzzResumeMetadata(f *testing.F) {
 		c.Meta["epoch"], c.Meta["step"], c.Meta["batch"], c.Meta["partial"], c.Meta["metrics"], c.Meta["optimizer"] = epoch, step, batch, partial, metrics, opt
 		var st runState
 		var err error
-		n := allocated(func() { st, err = t.resume(dir, &c) })
+		n := allocated(func() { st, err = resumeRun(t, dir, &c) })
 		if bound := uint64(32<<20 + 64*(len(partial)+len(metrics))); n > bound {
 			tt.Fatalf("resume allocated %d bytes (bound %d)", n, bound)
 		}

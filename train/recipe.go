@@ -44,18 +44,6 @@ func DefaultPlan(dataName string) (epochs, batch int) {
 	return 30, 512
 }
 
-// RecipeError is an error of one of a Recipe's fields (Field: "val",
-// "shift" or "data"), so that a command can name its flag.
-type RecipeError struct {
-	Field string
-	Err   error
-}
-
-func (e *RecipeError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e *RecipeError) Unwrap() error { return e.Err }
-
 // Options loads the recipe's data set (its training split without the
 // validation images, the validation split, the test split) and returns the
 // Options that train the model on it: the placement by the model's input
@@ -64,7 +52,8 @@ func (e *RecipeError) Unwrap() error { return e.Err }
 // random shift), the epochs and batch (DefaultPlan unless set), and the
 // provenance "data" and "val_images". The rest is DefaultOptions'; the
 // caller sets Threads, Seed, TargetAcc, OutDir, Resume, Log and more
-// provenance. Errors are *RecipeError naming the field.
+// provenance. Errors in a field's value are *FieldError ("Data",
+// "ValImages" or "Shift").
 func (r Recipe) Options() (Options, error) {
 	cfg := r.Model
 	nVal := r.ValImages
@@ -73,11 +62,10 @@ func (r Recipe) Options() (Options, error) {
 	}
 	splits, err := data.LoadSplits(r.Data, r.DataDir, nVal)
 	if err != nil {
-		field := "data"
 		if r.ValImages != 0 { // the split asked for may not fit the data
-			field = "val"
+			return Options{}, &FieldError{"ValImages", r.ValImages, err}
 		}
-		return Options{}, &RecipeError{field, err}
+		return Options{}, &FieldError{"Data", r.Data, err}
 	}
 	tr := splits.Train
 	o := DefaultOptions(cfg)
@@ -89,12 +77,12 @@ func (r Recipe) Options() (Options, error) {
 	if cfg.Input[1] != tr.H || cfg.Input[2] != tr.W {
 		o.TrainPlacement, o.ValPlacement, o.Canvas = data.PlacementRandom, data.PlacementCenter, cfg.Input[1]
 		if shift != 0 && !r.ShiftDefault {
-			return Options{}, &RecipeError{"shift", fmt.Errorf("-shift %d: model %s takes %d×%d images, %s has %d×%d: its digits are placed at random on the canvas, not shifted (leave -shift out)",
-				shift, cfg.Name, cfg.Input[1], cfg.Input[2], tr.Name, tr.H, tr.W)}
+			return Options{}, fieldErr("Shift", shift, "model %s takes %d×%d images, %s has %d×%d: its digits are placed at random on the canvas, not shifted (leave the shift unset)",
+				cfg.Name, cfg.Input[1], cfg.Input[2], tr.Name, tr.H, tr.W)
 		}
 	} else if shift != 0 {
 		if shift < 0 || shift >= min(tr.H, tr.W) {
-			return Options{}, &RecipeError{"shift", fmt.Errorf("-shift %d: want 0 to %d pixels for %d×%d images", shift, min(tr.H, tr.W)-1, tr.H, tr.W)}
+			return Options{}, fieldErr("Shift", shift, "want 0 to %d pixels for %d×%d images", min(tr.H, tr.W)-1, tr.H, tr.W)
 		}
 		o.TrainPlacement, o.MaxShift = data.PlacementShift, shift
 	}

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +8,23 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train/telemetry"
+)
+
+// The files of a run directory: the checkpoint (a PyTorch state dict with
+// the run's state in its metadata) and metrics. The optimizer state is
+// saved as optimizer-STEP.safetensors, named by the checkpoint's
+// "optimizer" metadata.
+const (
+	CheckpointName = "checkpoint.safetensors"
+	MetricsName    = "metrics.ndjson"
 )
 
 // LockName is the lock file Run holds in its output directory for as long
@@ -22,29 +34,54 @@ import (
 // stays and is harmless.
 const LockName = "lock"
 
-// optimizerFile is the name of the optimizer state saved at an optimizer
-// step. The checkpoint names the file it belongs to (metadata
-// "optimizer"), so the pair commits as one unit when the checkpoint is
-// renamed into place: see Trainer.save.
-func optimizerFile(step int) string { return fmt.Sprintf("optimizer-%d.safetensors", step) }
-
-// isOptimizerFile reports whether name is an optimizer state file of a run
-// directory (step-named, or the single name of older runs).
-func isOptimizerFile(name string) bool {
-	return name == OptimizerName || (strings.HasPrefix(name, "optimizer-") && strings.HasSuffix(name, ".safetensors"))
-}
-
 // ErrLocked is wrapped by the error of Run when another trainer holds the
 // run directory's lock (errors.Is): a scheduler may retry later.
 var ErrLocked = errors.New("run directory in use")
 
-// lockRunDir takes the run directory's lock, or returns an error naming
-// the process that holds it. release drops it.
-func lockRunDir(dir string) (release func(), err error) {
-	path := filepath.Join(dir, LockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// ErrOtherRun is wrapped by the error of Run (a *FieldError of OutDir)
+// when a fresh run's directory holds a run of another model or
+// configuration, or a checkpoint that cannot be read: its message says
+// what can be done, and a command may say it in its own terms.
+var ErrOtherRun = errors.New("choose another run directory, or set Overwrite to replace it")
+
+// resumeHint precedes ErrOtherRun in the error of a run directory holding
+// a run that can be resumed.
+const resumeHint = "resume it, "
+
+// optimizerFile is the name of the optimizer state saved at an optimizer
+// step. The checkpoint names the file it belongs to (metadata
+// "optimizer"), so the pair commits as one unit when the checkpoint is
+// renamed into place: see runDir.commit.
+func optimizerFile(step int) string { return fmt.Sprintf("optimizer-%d.safetensors", step) }
+
+// isOptimizerFile reports whether name is an optimizer state file of a run
+// directory.
+func isOptimizerFile(name string) bool {
+	return strings.HasPrefix(name, "optimizer-") && strings.HasSuffix(name, ".safetensors")
+}
+
+// runDir is a run directory held by a run: open creates and locks it;
+// the run then writes its files only through it: metrics (rewritten
+// whole, atomically), telemetry (appended), and the checkpoint with its
+// optimizer state, committed as one unit (commit). A killed run's
+// leftovers are removed by clean.
+type runDir struct {
+	path    string
+	release func()
+	tw      *telemetry.Writer // nil without telemetry
+}
+
+// openRunDir creates the run directory path if needed and takes its lock
+// (LockName), or returns an error wrapping ErrLocked naming the process
+// that holds it. close releases it.
+func openRunDir(path string) (*runDir, error) {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	lock := filepath.Join(path, LockName)
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
 	if err := tryLock(f); err != nil {
 		holder, _ := io.ReadAll(io.LimitReader(f, 256))
@@ -54,27 +91,65 @@ func lockRunDir(dir string) (release func(), err error) {
 			if who == "" {
 				who = "a process that has not written its id yet"
 			}
-			return nil, fmt.Errorf("%w: %s is in use by another trainer (%s); wait for it to finish or choose another -out", ErrLocked, dir, who)
+			return nil, fmt.Errorf("%w: %s is in use by another trainer (%s); wait for it to finish or choose another run directory", ErrLocked, path, who)
 		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("pid %d on %s, started %s\n", os.Getpid(), host, time.Now().Format(time.DateTime))
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(id), 0)
 	}
-	return func() {
+	return &runDir{path: path, release: func() {
 		unlock(f)
 		f.Close()
-	}, nil
+	}}, nil
 }
 
-// cleanStale removes what a killed run leaves behind in dir: temporary
-// files of interrupted atomic writes, and optimizer states that no
-// committed checkpoint names (keep is the one that the checkpoint names;
-// "" removes them all). Only called with the directory's lock held.
-func cleanStale(dir, keep string) error {
-	entries, err := os.ReadDir(dir)
+// close closes the telemetry file, if any, and releases the lock.
+func (d *runDir) close() {
+	if d.tw != nil {
+		d.tw.Close()
+	}
+	d.release()
+}
+
+// checkpoint is the path of the run directory's checkpoint.
+func (d *runDir) checkpoint() string { return filepath.Join(d.path, CheckpointName) }
+
+// refuseOther refuses to start a fresh run of model m over a run
+// directory that holds a run of another model or configuration (a
+// *FieldError of OutDir wrapping ErrOtherRun): its checkpoint would be
+// replaced and its metrics mixed with this run's. A run of the same model
+// is started over, with a note on log.
+func (d *runDir) refuseOther(m capsnet.Config, log io.Writer) error {
+	existing := d.checkpoint()
+	if _, err := os.Stat(existing); err != nil {
+		return nil
+	}
+	ck, err := capsnet.ReadCheckpoint(existing)
+	if err != nil {
+		return &FieldError{"OutDir", d.path, fmt.Errorf("holds a checkpoint that cannot be read (%v): %w", err, ErrOtherRun)}
+	}
+	if ck.Config.JSON() == m.JSON() {
+		fmt.Fprintf(log, "starting a new run in %s over the previous run of the same model (epoch %s); resuming would have continued it\n", d.path, ck.Meta["epoch"])
+		return nil
+	}
+	what := "model " + ck.Config.Name
+	if !ck.HasConfig() {
+		what = "a checkpoint without model config"
+	} else if ck.Config.Name == m.Name {
+		what = "another configuration of model " + ck.Config.Name
+	}
+	return &FieldError{"OutDir", d.path, fmt.Errorf("holds a run of %s (epoch %s), not of %s: %s%w", what, ck.Meta["epoch"], m.Name, resumeHint, ErrOtherRun)}
+}
+
+// clean removes what a killed run leaves behind: temporary files of
+// interrupted atomic writes, and optimizer states that no committed
+// checkpoint names (keep is the one that the checkpoint names; "" removes
+// them all).
+func (d *runDir) clean(keep string) error {
+	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return fmt.Errorf("run directory: %w", err)
 	}
@@ -83,7 +158,7 @@ func cleanStale(dir, keep string) error {
 		stale := strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-")
 		stale = stale || (isOptimizerFile(n) && n != keep)
 		if stale && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(d.path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("removing stale %s: %w", n, err)
 			}
 		}
@@ -91,21 +166,13 @@ func cleanStale(dir, keep string) error {
 	return nil
 }
 
-// writeMetrics replaces dir's metrics.ndjson, atomically, by one line per
+// writeMetrics replaces metrics.ndjson, atomically, by one line per
 // completed epoch of history and, when extra is not nil, one more line
 // (the interrupted epoch's partial figures).
-func writeMetrics(dir string, history []EpochMetrics, extra *EpochMetrics) error {
-	var buf bytes.Buffer
-	for _, em := range history {
-		line, _ := json.Marshal(em)
-		buf.Write(append(line, '\n'))
-	}
-	if extra != nil {
-		line, _ := json.Marshal(extra)
-		buf.Write(append(line, '\n'))
-	}
-	err := safetensors.WriteAtomic(filepath.Join(dir, MetricsName), func(w io.Writer) error {
-		_, err := w.Write(buf.Bytes())
+func (d *runDir) writeMetrics(history []EpochMetrics, extra *EpochMetrics) error {
+	b := metricsFile(history, extra)
+	err := safetensors.WriteAtomic(filepath.Join(d.path, MetricsName), func(w io.Writer) error {
+		_, err := w.Write(b)
 		return err
 	})
 	if err != nil {
@@ -114,42 +181,105 @@ func writeMetrics(dir string, history []EpochMetrics, extra *EpochMetrics) error
 	return nil
 }
 
-// maxMetricsFile bounds the metrics.ndjson of an older run that a resume
-// reads (a line is about 250 bytes: 64 MiB is 250,000 epochs).
-const maxMetricsFile = 64 << 20
+// openTelemetry opens the telemetry file of the run h.Run: continued (cut
+// back to the checkpoint's step) when cont is set (the run resumes in its
+// own directory and the file is this run's), else a fresh one.
+func (d *runDir) openTelemetry(h telemetry.Header, cont bool, step int) error {
+	var err error
+	if cont {
+		d.tw, err = telemetry.Resume(d.path, h, step)
+	} else {
+		d.tw, err = telemetry.Create(d.path, h)
+	}
+	return err
+}
 
-// readMetricsFile returns the completed epochs 1..upTo of an existing
-// metrics.ndjson (runs saved before checkpoints carried their history):
-// the last complete line of each epoch, interrupted lines dropped. A
-// missing file gives no history; one larger than maxMetricsFile is an
-// error.
-func readMetricsFile(path string, upTo int) ([]EpochMetrics, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil
+// telemetryHeader is the telemetry file's header of a model's run: its
+// capsule layers as the net n has them.
+func telemetryHeader(model string, batch int, n *capsnet.Net) telemetry.Header {
+	h := telemetry.Header{Format: telemetry.Format, Model: model, Batch: batch}
+	for _, L := range n.Layers() {
+		h.Layers = append(h.Layers, telemetry.Layer{Name: L.Name, N: L.N, D: L.D})
 	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxMetricsFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(raw) > maxMetricsFile {
-		return nil, fmt.Errorf("%s: more than %d MiB, not the metrics of a run", path, maxMetricsFile>>20)
-	}
-	byEpoch := map[int]EpochMetrics{}
-	for _, l := range strings.Split(string(raw), "\n") {
-		var em EpochMetrics
-		if json.Unmarshal([]byte(l), &em) == nil && !em.Interrupted && em.Epoch >= 1 && em.Epoch <= upTo {
-			byEpoch[em.Epoch] = em
+	return h
+}
+
+// commit saves the run: the telemetry records written so far made
+// durable first (a checkpoint never names a step whose records could be
+// lost; a resume cuts the records after it, telemetry.Resume), then the
+// parameters and the optimizer state as one unit. The optimizer state
+// goes first, to its own step-named file (atomically); the checkpoint,
+// which names that file and carries the run's state (epoch, step,
+// position in the epoch, metrics history), is then renamed into place:
+// that rename is the commit. A kill before it leaves the previous
+// checkpoint and the optimizer file it names (removed only after the
+// commit), so the directory always resumes from a consistent pair.
+func (d *runDir) commit(t *Trainer, st runState) error {
+	if d.tw != nil {
+		if err := d.tw.Sync(); err != nil {
+			return err
 		}
 	}
-	var out []EpochMetrics
-	for e := 1; e <= upTo && len(out) < len(byEpoch); e++ {
-		if em, ok := byEpoch[e]; ok {
-			out = append(out, em)
+	meta := st.meta(t.Step)
+	opt := map[string]safetensors.Tensor{}
+	for i, q := range t.P.List {
+		m, v := t.Moments(i)
+		opt["adam.m."+q.Name] = safetensors.Tensor{Shape: []int{len(m)}, Data: m}
+		opt["adam.v."+q.Name] = safetensors.Tensor{Shape: []int{len(v)}, Data: v}
+	}
+	optName := optimizerFile(t.Step)
+	fault("save")
+	err := safetensors.WriteAtomic(filepath.Join(d.path, optName), func(w io.Writer) error {
+		return safetensors.Encode(faultWriter{w, "write-optimizer"}, opt, map[string]string{"epoch": meta["epoch"], "step": meta["step"], "batch": meta["batch"]})
+	})
+	if err != nil {
+		return err
+	}
+	fault("optimizer-written")
+	meta["optimizer"] = optName
+	ckMeta := map[string]string{"format": capsnet.CheckpointFormat, "config": t.P.Config.JSON()}
+	for k, v := range meta {
+		ckMeta[k] = v
+	}
+	err = safetensors.WriteAtomic(d.checkpoint(), func(w io.Writer) error {
+		return safetensors.Encode(faultWriter{w, "write-checkpoint"}, t.P.TorchTensors(), ckMeta)
+	})
+	if err != nil {
+		return err
+	}
+	fault("checkpoint-written")
+	// Committed: the optimizer states of earlier steps are garbage now.
+	return d.clean(optName)
+}
+
+// meta is the checkpoint metadata of the run state at an optimizer step
+// (without "format", "config" and "optimizer"): the run state's own keys,
+// then the provenance.
+func (st runState) meta(step int) map[string]string {
+	hist, _ := json.Marshal(st.history)
+	meta := map[string]string{
+		"epoch": strconv.Itoa(st.epoch), "step": strconv.Itoa(step), "kernels": kernels.Impl(),
+		"batch": strconv.Itoa(st.partial.Steps), "metrics": string(hist),
+	}
+	if st.run != "" {
+		meta["run"] = st.run
+	}
+	if st.partial.Steps > 0 {
+		pj, _ := json.Marshal(st.partial)
+		meta["partial"] = string(pj)
+	}
+	for k, v := range st.provenance {
+		if _, taken := meta[k]; !taken && k != "format" && k != "config" && k != "optimizer" && k != "run" {
+			meta[k] = v // never the run state's own keys
 		}
 	}
-	return out, nil
+	if n := len(st.history); n > 0 {
+		meta["val_acc"] = strconv.FormatFloat(st.history[n-1].ValAcc, 'f', 6, 64)
+		if st.history[n-1].TestAcc > 0 {
+			meta["test_acc"] = strconv.FormatFloat(st.history[n-1].TestAcc, 'f', 6, 64)
+		}
+	}
+	return meta
 }
 
 // faultHook, when set (by the fault-injection tests only), is called at

@@ -147,7 +147,7 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		recon += float64(w) * t.lossR[r]
 	}
 	if math.IsNaN(margin) || math.IsNaN(recon) || math.IsInf(margin+recon, 0) {
-		return margin, recon, fmt.Errorf("loss is NaN or infinite (margin %v, reconstruction %v): training diverged; lower -lr", margin, recon)
+		return margin, recon, fmt.Errorf("loss is NaN or infinite (margin %v, reconstruction %v): training diverged; lower the learning rate", margin, recon)
 	}
 	t.Step++
 	if t.tele != nil {

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,17 +154,24 @@ func TestRunBadOptions(t *testing.T) {
 		mod  func(*Options)
 		want string
 	}{
-		{func(o *Options) { o.Batch = 0 }, "-batch"},
-		{func(o *Options) { o.LR = -1 }, "-lr"},
-		{func(o *Options) { o.Epochs = 0 }, "-epochs"},
-		{func(o *Options) { o.TargetAcc = 3 }, "-target"},
+		{func(o *Options) { o.Batch = 0 }, "batch 0: must be positive"},
+		{func(o *Options) { o.Batch = 97 }, "batch 97: the training data"},
+		{func(o *Options) { o.LR = -1 }, "learning rate -1: "},
+		{func(o *Options) { o.Epochs = 0 }, "epochs 0: "},
+		{func(o *Options) { o.TargetAcc = 3 }, "target accuracy 3: "},
+		{func(o *Options) { o.OutDir = "" }, `run directory "": `},
 		{func(o *Options) { o.Model = capsnet.Presets()["deep"] }, "40×40"},
 		{func(o *Options) { o.Resume = "/nonexistent/run" }, "resume"},
 	} {
 		o := tinyOptions(t, t.TempDir())
 		tc.mod(&o)
-		if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), tc.want) {
+		_, err := Run(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one mentioning %q", err, tc.want)
+		}
+		var fe *FieldError
+		if strings.Contains(tc.want, ": ") && !errors.As(err, &fe) {
+			t.Errorf("error %v is not a *FieldError", err)
 		}
 	}
 }

@@ -49,136 +49,276 @@ while a trainer uses it; one holding another model is refused unless -overwrite.
 )
 
 func run(args []string) error {
-	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	cli.SetUsage(fs, summary, notes)
-	model := fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file; with -resume the checkpoint's unless given")
-	dataName := fs.String("data", "embedded", "data set: "+strings.Join(data.DataSets, ", "))
-	nVal := fs.Int("val", 0, fmt.Sprintf("validation images held out of the training set (its last ones; -target stops on them, never on the test set, which is reported beside), 1 to the training set's size minus one (default: %d, %d for the embedded data; with -resume the checkpoint's)", data.ValidationImages, data.EmbeddedValidationImages))
-	dataDir := fs.String("data-dir", "", "directory holding the data set, not for embedded (default: the cache, see ./build.sh data)")
-	epochs := fs.Int("epochs", 0, fmt.Sprintf("epochs, 1 to %d (default: 5 for the embedded data, 30 otherwise)", maxEpochs))
-	batch := fs.Int("batch", 0, fmt.Sprintf("batch size, 1 to %d (default: 64 for the embedded data, the paper's 512 otherwise)", capsnet.MaxBatch))
-	threads := fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("data-parallel replicas, 1 to %d (one per core)", cli.MaxThreads))
-	lr := fs.Float64("lr", 1e-3, "initial learning rate, in (0, 1]")
-	decay := fs.Float64("decay", 0.97, "learning-rate decay per epoch (the rate is multiplied by it after every epoch), in (0, 1]")
-	wd := fs.Float64("weight-decay", 1e-6, "Adam weight decay, in [0, 1]")
-	target := fs.Float64("target", 0, "stop when validation accuracy reaches this, in [0, 1] (e.g. 0.992; 0 = never)")
-	shift := fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)")
-	seed := fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)")
-	out := fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock (and telemetry.ndjson); with -resume the resumed run's directory unless given")
-	overwrite := fs.Bool("overwrite", false, "start over in -out even when it holds a run of another model or configuration (refused otherwise)")
-	resume := fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)")
-	impl := fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", "))
-	plain := fs.Bool("plain", false, "plain progress lines even on a terminal")
-	tele := fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)")
-	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
+	f := newFlags()
+	if err := f.parse(args); err != nil {
 		return err
 	}
-	given := cli.Given(fs)
-	if err := checkFlags(given, *dataName, *dataDir, *out, *epochs, *batch, *threads, *shift, *lr, *decay, *wd, *target); err != nil {
+	ck, err := f.resumed()
+	if err != nil {
 		return err
 	}
-	if given["val"] && *nVal <= 0 {
-		return cli.Usagef("-val %d: want a positive number of validation images", *nVal)
+	o, err := f.options(args, ck)
+	if err != nil {
+		return err
 	}
-	if *impl != "" {
-		if err := kernels.Use(*impl); err != nil {
-			return cli.UsageError{Err: fmt.Errorf("-kernels: %w", err)}
-		}
-	}
-	if *resume != "" && !given["out"] {
-		// A resumed run goes on in its own directory, not in the default
-		// -out (which would leave it behind and overwrite another run).
-		*out = train.ResumeDir(*resume)
-	}
-	var cfg capsnet.Config
-	var ck *capsnet.Checkpoint // the -resume checkpoint, read once
-	var err error
-	if *resume != "" {
-		if ck, err = train.ReadResume(*resume); err != nil {
-			return fmt.Errorf("-resume: %w", err)
-		}
-		// The run goes on with its own plan: the flags it was started
-		// with (seed, batch, epochs, target, …) unless given again.
-		if err := applyPlan(fs, given, ck); err != nil {
-			return err
-		}
-		if err := checkFlags(given, *dataName, *dataDir, *out, *epochs, *batch, *threads, *shift, *lr, *decay, *wd, *target); err != nil {
-			return fmt.Errorf("-resume %s: its recorded flags: %w", *resume, err)
-		}
-	}
-	if ck != nil && !given["model"] { // continue with the checkpoint's own model
-		if !ck.HasConfig() {
-			return fmt.Errorf("-resume: %s has no model config in its metadata: name the model with -model", ck.Path)
-		}
-		cfg = ck.Config
-	} else if cfg, err = capsnet.LoadConfig(*model); err != nil {
-		return fmt.Errorf("-model: %w", err)
-	}
-	if ck != nil { // a resumed run goes on with its own data and validation split
-		if d := ck.Meta["data"]; d != "" && !given["data"] && slices.Contains(data.DataSets, d) {
-			*dataName = d
-		} else if d != "" && given["data"] && d != *dataName {
-			return cli.Usagef("-data %s: the run in %s was trained on %s (leave -data out to go on with it)", *dataName, *resume, d)
-		}
-		if v, err := strconv.Atoi(ck.Meta["val_images"]); err == nil && v > 0 && !given["val"] {
-			*nVal = v
-		}
-	}
-	rec := train.Recipe{Model: cfg, Data: *dataName, DataDir: *dataDir, ValImages: *nVal, Shift: *shift, ShiftDefault: !given["shift"]}
-	if given["epochs"] {
-		rec.Epochs = *epochs
-	}
-	if given["batch"] {
-		rec.Batch = *batch
-	}
-	o, err := rec.Options()
-	var re *train.RecipeError
-	switch {
-	case errors.As(err, &re) && re.Field == "shift":
-		return cli.UsageError{Err: err}
-	case errors.As(err, &re) && re.Field == "val" && given["val"]:
-		return cli.UsageError{Err: fmt.Errorf("-val %d: %w", *nVal, err)}
-	case err != nil:
-		return fmt.Errorf("-data %s: %w", *dataName, err)
-	}
-	trainSet, testSet := o.Train, o.Test
-	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *threads, *lr, *decay, *wd
-	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *target, *seed, *out, *resume, ck
-	o.Overwrite, o.Telemetry = *overwrite, *tele
-	fs.Set("epochs", strconv.Itoa(o.Epochs)) // the plan records the values in effect, not "default"
-	fs.Set("batch", strconv.Itoa(o.Batch))
-	fs.Set("shift", strconv.Itoa(o.MaxShift)) // 0 when the images are placed on a canvas
-	o.Provenance["command"], o.Provenance["plan"] = commandLine(args), plan(fs)
-	o.Log = os.Stdout
-	o.Progress = !*plain && isTerminal(os.Stdout)
-
 	// Ctrl-C, and SIGTERM (what a cluster scheduler sends before killing a
 	// job), stop training after the current step and a checkpoint; the
 	// process then exits 128 + the signal's number.
 	ctx, sig, stop := cli.NotifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images held out, %d test images reported beside), %d epochs, batch %d, placement %s, kernels %s\n",
-		cfg.Name, *dataName, trainSet.N, o.Val.N, testSet.N, o.Epochs, o.Batch, o.PlacementHint(), kernels.Impl())
+		o.Model.Name, *f.dataName, o.Train.N, o.Val.N, o.Test.N, o.Epochs, o.Batch, o.PlacementHint(), kernels.Impl())
 	res, err := train.Run(ctx, o)
 	if err != nil {
-		return err
+		return flagError(err, badValue(err))
 	}
 	if res.Interrupted {
+		fmt.Printf("resume with -resume %s\n", cli.ShellQuote(o.OutDir))
 		return cli.Interrupted{Signal: sig()}
 	}
+	report(res, o, *f.dataName)
+	return nil
+}
+
+// flags are the command's flags.
+type flags struct {
+	fs                            *flag.FlagSet
+	given                         map[string]bool // set on the command line (or by applyPlan)
+	model, dataName, dataDir, out *string
+	resume, impl                  *string
+	nVal, epochs, batch, threads  *int
+	shift                         *int
+	lr, decay, wd, target         *float64
+	seed                          *uint64
+	overwrite, plain, tele        *bool
+}
+
+// newFlags defines the command's flags.
+func newFlags() *flags {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	cli.SetUsage(fs, summary, notes)
+	return &flags{
+		fs:        fs,
+		model:     fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file; with -resume the checkpoint's unless given"),
+		dataName:  fs.String("data", "embedded", "data set: "+strings.Join(data.DataSets, ", ")),
+		nVal:      fs.Int("val", 0, fmt.Sprintf("validation images held out of the training set (its last ones; -target stops on them, never on the test set, which is reported beside), 1 to the training set's size minus one (default: %d, %d for the embedded data; with -resume the checkpoint's)", data.ValidationImages, data.EmbeddedValidationImages)),
+		dataDir:   fs.String("data-dir", "", "directory holding the data set, not for embedded (default: the cache, see ./build.sh data)"),
+		epochs:    fs.Int("epochs", 0, fmt.Sprintf("epochs, 1 to %d (default: 5 for the embedded data, 30 otherwise)", maxEpochs)),
+		batch:     fs.Int("batch", 0, fmt.Sprintf("batch size, 1 to %d (default: 64 for the embedded data, the paper's 512 otherwise)", capsnet.MaxBatch)),
+		threads:   fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("data-parallel replicas, 1 to %d (one per core)", cli.MaxThreads)),
+		lr:        fs.Float64("lr", 1e-3, "initial learning rate, in (0, 1]"),
+		decay:     fs.Float64("decay", 0.97, "learning-rate decay per epoch (the rate is multiplied by it after every epoch), in (0, 1]"),
+		wd:        fs.Float64("weight-decay", 1e-6, "Adam weight decay, in [0, 1]"),
+		target:    fs.Float64("target", 0, "stop when validation accuracy reaches this, in [0, 1] (e.g. 0.992; 0 = never)"),
+		shift:     fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)"),
+		seed:      fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)"),
+		out:       fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock (and telemetry.ndjson); with -resume the resumed run's directory unless given"),
+		overwrite: fs.Bool("overwrite", false, "start over in -out even when it holds a run of another model or configuration (refused otherwise)"),
+		resume:    fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)"),
+		impl:      fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", ")),
+		plain:     fs.Bool("plain", false, "plain progress lines even on a terminal"),
+		tele:      fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)"),
+	}
+}
+
+// parse parses and checks the command line.
+func (f *flags) parse(args []string) error {
+	if err := cli.Parse(f.fs, args, 0, os.Stdout); err != nil {
+		return err
+	}
+	f.given = cli.Given(f.fs)
+	if err := f.check(); err != nil {
+		return err
+	}
+	if f.given["val"] && *f.nVal <= 0 {
+		return cli.Usagef("-val %d: want a positive number of validation images", *f.nVal)
+	}
+	if *f.impl != "" {
+		if err := kernels.Use(*f.impl); err != nil {
+			return cli.UsageError{Err: fmt.Errorf("-kernels: %w", err)}
+		}
+	}
+	if *f.resume != "" && !f.given["out"] {
+		// A resumed run goes on in its own directory, not in the default
+		// -out (which would leave it behind and overwrite another run).
+		*f.out = train.ResumeDir(*f.resume)
+	}
+	return nil
+}
+
+// check checks the values of the flags (checkFlags).
+func (f *flags) check() error {
+	return checkFlags(f.given, *f.dataName, *f.dataDir, *f.out, *f.epochs, *f.batch, *f.threads, *f.shift, *f.lr, *f.decay, *f.wd, *f.target)
+}
+
+// resumed reads the -resume checkpoint once (nil without -resume): the
+// run goes on with its own plan, the flags it was started with (seed,
+// batch, epochs, target, …) unless given again.
+func (f *flags) resumed() (*capsnet.Checkpoint, error) {
+	if *f.resume == "" {
+		return nil, nil
+	}
+	ck, err := train.ReadResume(*f.resume)
+	if err != nil {
+		return nil, fmt.Errorf("-resume: %w", err)
+	}
+	if err := applyPlan(f.fs, f.given, ck); err != nil {
+		return nil, err
+	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("-resume %s: its recorded flags: %w", *f.resume, err)
+	}
+	return ck, nil
+}
+
+// config returns the model: the checkpoint's own unless -model is given.
+func (f *flags) config(ck *capsnet.Checkpoint) (capsnet.Config, error) {
+	if ck != nil && !f.given["model"] { // continue with the checkpoint's own model
+		if !ck.HasConfig() {
+			return capsnet.Config{}, fmt.Errorf("-resume: %s has no model config in its metadata: name the model with -model", ck.Path)
+		}
+		return ck.Config, nil
+	}
+	cfg, err := capsnet.LoadConfig(*f.model)
+	if err != nil {
+		return cfg, fmt.Errorf("-model: %w", err)
+	}
+	return cfg, nil
+}
+
+// resumedData sets -data and -val, unless given, to the resumed run's: it
+// goes on with its own data and validation split.
+func (f *flags) resumedData(ck *capsnet.Checkpoint) error {
+	if d := ck.Meta["data"]; d != "" && !f.given["data"] && slices.Contains(data.DataSets, d) {
+		*f.dataName = d
+	} else if d != "" && f.given["data"] && d != *f.dataName {
+		return cli.Usagef("-data %s: the run in %s was trained on %s (leave -data out to go on with it)", *f.dataName, *f.resume, d)
+	}
+	if v, err := strconv.Atoi(ck.Meta["val_images"]); err == nil && v > 0 && !f.given["val"] {
+		*f.nVal = v
+	}
+	return nil
+}
+
+// options loads the data and returns the run's Options (ck: the -resume
+// checkpoint, or nil).
+func (f *flags) options(args []string, ck *capsnet.Checkpoint) (train.Options, error) {
+	cfg, err := f.config(ck)
+	if err != nil {
+		return train.Options{}, err
+	}
+	if ck != nil {
+		if err := f.resumedData(ck); err != nil {
+			return train.Options{}, err
+		}
+	}
+	rec := train.Recipe{Model: cfg, Data: *f.dataName, DataDir: *f.dataDir, ValImages: *f.nVal, Shift: *f.shift, ShiftDefault: !f.given["shift"]}
+	if f.given["epochs"] {
+		rec.Epochs = *f.epochs
+	}
+	if f.given["batch"] {
+		rec.Batch = *f.batch
+	}
+	o, err := rec.Options()
+	if err != nil {
+		return o, recipeError(err, f.given["val"], *f.dataName)
+	}
+	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *f.threads, *f.lr, *f.decay, *f.wd
+	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *f.target, *f.seed, *f.out, *f.resume, ck
+	o.Overwrite, o.Telemetry = *f.overwrite, *f.tele
+	f.fs.Set("epochs", strconv.Itoa(o.Epochs)) // the plan records the values in effect, not "default"
+	f.fs.Set("batch", strconv.Itoa(o.Batch))
+	f.fs.Set("shift", strconv.Itoa(o.MaxShift)) // 0 when the images are placed on a canvas
+	o.Provenance["command"], o.Provenance["plan"] = commandLine(args), plan(f.fs)
+	o.Log = os.Stdout
+	o.Progress = !*f.plain && isTerminal(os.Stdout)
+	return o, nil
+}
+
+// report prints how a run that was not interrupted ended.
+func report(res *train.Result, o train.Options, dataName string) {
 	if res.Done > 0 && res.ReachedAcc { // a resumed run that had already reached its target
 		fmt.Printf("nothing to train: %s already reached the target validation accuracy %.2f%% at epoch %d (%.2f%%); ask for more with a higher -target\n",
 			res.Checkpoint, 100*o.TargetAcc, res.Done, 100*res.LastValAcc)
-		return nil
+		return
 	}
 	if len(res.Epochs) == 0 { // a resumed run that had already trained every epoch asked for
 		fmt.Printf("nothing to train: %s already holds epoch %d of %d; ask for more with a larger -epochs\n", res.Checkpoint, res.Done, o.Epochs)
-		return nil
+		return
 	}
 	last := res.Epochs[len(res.Epochs)-1]
 	fmt.Printf("done: validation accuracy %.2f%% (%s), test accuracy %.2f%% after %d epoch(s), %.0f img/s; checkpoint %s\n", 100*last.ValAcc, o.Val.Name, 100*last.TestAcc, last.Epoch, last.ImgPerSec, res.Checkpoint)
-	fmt.Printf("evaluate it: %s -checkpoint %s -data %s\n", cli.Invocation("infer"), cli.ShellQuote(res.Checkpoint), *dataName)
-	return nil
+	fmt.Printf("evaluate it: %s -checkpoint %s -data %s\n", cli.Invocation("infer"), cli.ShellQuote(res.Checkpoint), dataName)
+}
+
+// flagOf is the flag that sets each field of train.Options and
+// train.Recipe that a train.FieldError may name.
+var flagOf = map[string]string{
+	"Batch": "batch", "Threads": "threads", "Epochs": "epochs", "LR": "lr", "LRDecay": "decay",
+	"WeightDecay": "weight-decay", "TargetAcc": "target", "OutDir": "out", "Shift": "shift",
+	"ValImages": "val", "Data": "data", "Model": "model",
+}
+
+// badValue reports whether err is a train.FieldError of a value a flag
+// set (a -batch larger than the training data): a usage error (exit 2).
+// A run directory's or data set's state (-out, -data, -model) is not.
+func badValue(err error) bool {
+	var fe *train.FieldError
+	if !errors.As(err, &fe) {
+		return false
+	}
+	switch fe.Field {
+	case "OutDir", "Data", "Model":
+		return false
+	}
+	return true
+}
+
+// flagError returns err, when it is a *train.FieldError of a field a flag
+// sets, as an error naming the flag and its value ("-batch 0: must be
+// positive"): a cli.UsageError when usage is set. A run directory that
+// holds another run says how to go on in flags. Other errors are returned
+// as they are.
+func flagError(err error, usage bool) error {
+	var fe *train.FieldError
+	if !errors.As(err, &fe) || err != error(fe) {
+		return err
+	}
+	name, ok := flagOf[fe.Field]
+	if !ok {
+		return err
+	}
+	if errors.Is(fe.Err, train.ErrOtherRun) {
+		what := strings.TrimSuffix(fe.Err.Error(), train.ErrOtherRun.Error())
+		dir := cli.ShellQuote(fmt.Sprint(fe.Value))
+		if r, ok := strings.CutSuffix(what, "resume it, "); ok {
+			what = r + "resume it with -resume " + dir + ", "
+		}
+		err = fmt.Errorf("-%s %s: %schoose another -out, or -overwrite to replace it", name, dir, what)
+	} else {
+		err = fmt.Errorf("-%s %v: %w", name, fe.Value, fe.Err)
+	}
+	if usage {
+		return cli.UsageError{Err: err}
+	}
+	return err
+}
+
+// recipeError names the flags in an error of train.Recipe.Options: a
+// -shift that does not apply, a -val given that the data cannot hold out,
+// are usage errors; the data set's errors are not (a missing file), and
+// name -data.
+func recipeError(err error, valGiven bool, dataName string) error {
+	var fe *train.FieldError
+	switch {
+	case !errors.As(err, &fe):
+		return err
+	case fe.Field == "Shift" || fe.Field == "ValImages" && valGiven:
+		return flagError(err, true)
+	case fe.Field == "ValImages": // the resumed run's split: its data set does not hold it
+		return fmt.Errorf("-data %s: %w", dataName, fe.Err)
+	}
+	return flagError(err, false)
 }
 
 // checkFlags checks the values of the flags that need no file: each error

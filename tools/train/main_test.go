@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"stray"}, "stray", 2},
 		{[]string{"-nonsense"}, "nonsense", 2},
 		{[]string{"-model", "deep", "-data", "mnist", "-data-dir", "/nonexistent"}, "./build.sh data", 1},
+		{[]string{"-val", "5000", "-batch", "2000"}, "-batch 2000: the training data", 2}, // 1000 training images left
 	} {
 		args := append([]string{"-out", out}, tc.args...) // tc's -out last, to override
 		err := run(args)
@@ -213,6 +215,14 @@ func TestTinyRun(t *testing.T) {
 	}
 	if err := run([]string{"-resume", out, "-model", cf, "-epochs", "3", "-batch", "200", "-out", out, "-plain"}); err == nil || !strings.Contains(err.Error(), "another configuration of model tiny-deep") {
 		t.Errorf("resume with a changed configuration of the same model: %v", err)
+	}
+	// A fresh run of another model over the run is refused in flags.
+	err = run([]string{"-model", "tiny-sabour", "-epochs", "1", "-batch", "200", "-out", out, "-plain"})
+	if want := "-out " + out + ": holds a run of model tiny-deep (epoch 3), not of tiny-sabour: resume it with -resume " + out + ", choose another -out, or -overwrite to replace it"; err == nil || err.Error() != want {
+		t.Errorf("a fresh run over another model's run: %v, want %q", err, want)
+	}
+	if code := cli.Exit(io.Discard, "train", err); code != cli.ExitError {
+		t.Errorf("a fresh run over another model's run: exit status %d, want %d", code, cli.ExitError)
 	}
 	if err := run([]string{"-resume", filepath.Join(out, "nothing-here")}); err == nil || !strings.Contains(err.Error(), "-resume") {
 		t.Errorf("resume from a missing run: %v", err)
