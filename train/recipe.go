@@ -34,12 +34,13 @@ type Recipe struct {
 // none is given.
 const DefaultShift = 2
 
-// DefaultPlan returns the default epochs and batch size for a data set:
-// 5 epochs of 64 for the embedded subset (a demonstration that trains in
-// minutes), 30 epochs of the paper's 512 otherwise.
+// DefaultPlan returns the default epochs and batch size for a data set,
+// from the data-set table (data.Sets): 5 epochs of 64 for the embedded
+// subset (a demonstration that trains in minutes), 30 epochs of the
+// paper's 512 otherwise (and for a name not in the table).
 func DefaultPlan(dataName string) (epochs, batch int) {
-	if dataName == "embedded" {
-		return 5, 64
+	if s := data.Lookup(dataName); s != nil && s.Epochs > 0 && s.Batch > 0 {
+		return s.Epochs, s.Batch
 	}
 	return 30, 512
 }

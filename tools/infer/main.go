@@ -17,9 +17,7 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
@@ -41,47 +39,59 @@ value or argument.
 `
 )
 
-// evalData lists the -data names: the training data sets and AffNIST
-// generated from the MNIST or the embedded test digits.
+// evalData lists the -data names: the training data sets, their
+// validation splits and AffNIST generated from the MNIST or the embedded
+// test digits (data.TestSets, from the data-set table).
 var evalData = data.TestSets
+
+// dirSets lists the data sets of the table (data.Sets) read from files,
+// their own or their base's: those -data-dir applies to.
+func dirSets() []string {
+	var n []string
+	for _, s := range data.Sets {
+		if data.ReadsFiles(s.Name) {
+			n = append(n, s.Name)
+		}
+	}
+	return n
+}
+
+// options are the flags' values a run needs after checking them.
+type options struct {
+	ck, data, dir  string
+	seed           uint64
+	batch, threads int
+	plan           bool
+	image          string
+	repeat         int
+	figs           figures
+}
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("infer", flag.ContinueOnError)
 	cli.SetUsage(fs, summary, notes)
-	ck := fs.String("checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata, or a PyTorch state dict with -model)")
+	var o options
+	fs.StringVar(&o.ck, "checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata, or a PyTorch state dict with -model)")
 	model := fs.String("model", "", "model preset or JSON config: for a state dict without config metadata (a checkpoint that has one must hold this model), or for -plan without a checkpoint")
-	dataName := fs.String("data", "embedded", "data set to evaluate: embedded, mnist, fashion, cifar10, or affnist / affnist-embedded (AffNIST generated from the MNIST / embedded test digits)")
-	dataDir := fs.String("data-dir", "", "directory holding the data set (mnist, fashion, cifar10, affnist)")
-	img := fs.String("image", "", "classify this PNG image instead of evaluating a data set")
-	batch := fs.Int("batch", 100, fmt.Sprintf("batch size, 1 to %d", capsnet.MaxBatch))
-	threads := fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("replicas, 1 to %d (one per core)", cli.MaxThreads))
-	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations (affnist, affnist-embedded)")
-	plan := fs.Bool("plan", false, "print the memory plans of one replica's inference and training graphs at -batch (of -model, or the checkpoint's) and exit")
-	recon := fs.String("recon", "", "also write a PNG of the first 16 images (or the -image) beside their reconstructions to this file")
-	perturb := fs.String("perturb", "", "also write a PNG of the capsule perturbations (Sabour et al.) of image -perturb-index (or the -image) to this file: the predicted class's output capsule, each dimension shifted by -0.25 to 0.25 in steps of 0.05, decoded")
-	perturbIndex := fs.Int("perturb-index", 0, "the image of the data set whose capsule -perturb shifts (0: the first)")
-	repeat := fs.Int("repeat", 100, fmt.Sprintf("with -image: batch-1 inferences timed for the latency percentiles, 1 to %d", maxRepeat))
+	fs.StringVar(&o.data, "data", "embedded", "data set to evaluate: "+strings.Join(data.DataSets, ", ")+", or "+strings.Join(data.GeneratedSets, " / ")+" (AffNIST generated from the MNIST / embedded test digits)")
+	fs.StringVar(&o.dir, "data-dir", "", "directory holding the data set ("+strings.Join(dirSets(), ", ")+")")
+	fs.StringVar(&o.image, "image", "", "classify this PNG image instead of evaluating a data set")
+	fs.IntVar(&o.batch, "batch", 100, fmt.Sprintf("batch size, 1 to %d", capsnet.MaxBatch))
+	fs.IntVar(&o.threads, "threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("replicas, 1 to %d (one per core)", cli.MaxThreads))
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the AffNIST transformations ("+strings.Join(data.GeneratedSets, ", ")+")")
+	fs.BoolVar(&o.plan, "plan", false, "print the memory plans of one replica's inference and training graphs at -batch (of -model, or the checkpoint's) and exit")
+	fs.StringVar(&o.figs.recon, "recon", "", "also write a PNG of the first 16 images (or the -image) beside their reconstructions to this file")
+	fs.StringVar(&o.figs.perturb, "perturb", "", "also write a PNG of the capsule perturbations (Sabour et al.) of image -perturb-index (or the -image) to this file: the predicted class's output capsule, each dimension shifted by -0.25 to 0.25 in steps of 0.05, decoded")
+	fs.IntVar(&o.figs.index, "perturb-index", 0, "the image of the data set whose capsule -perturb shifts (0: the first)")
+	fs.IntVar(&o.repeat, "repeat", 100, fmt.Sprintf("with -image: batch-1 inferences timed for the latency percentiles, 1 to %d", maxRepeat))
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
 	given := cli.Given(fs)
-	given["image"], given["plan"] = *img != "", *plan // the modes as set, not as flags
-	if err := checkFlags(given, *ck, *dataName, *dataDir, *batch, *threads); err != nil {
+	given["image"], given["plan"] = o.image != "", o.plan // the modes as set, not as flags
+	if err := checkFlags(given, o); err != nil {
 		return err
 	}
-	if err := cli.Int("perturb-index", *perturbIndex, 0, data.MaxImages-1); err != nil {
-		return err
-	}
-	if err := cli.Int("repeat", *repeat, 1, maxRepeat); err != nil {
-		return err
-	}
-	if given["repeat"] && *img == "" {
-		return cli.Usagef("-repeat: only with -image")
-	}
-	if given["perturb-index"] && *perturb == "" {
-		return cli.Usagef("-perturb-index: only with -perturb")
-	}
-	figs := figures{recon: *recon, perturb: *perturb, index: *perturbIndex}
 	var cfg *capsnet.Config
 	if *model != "" {
 		c, err := capsnet.LoadConfig(*model)
@@ -90,17 +100,23 @@ func run(args []string) error {
 		}
 		cfg = &c
 	}
-	if *plan && cfg != nil {
-		return printPlans(os.Stdout, *cfg, *batch)
+	if o.plan && cfg != nil {
+		return printPlans(os.Stdout, *cfg, o.batch)
 	}
-	isInt8, err := quant.IsModelFile(*ck)
+	isInt8, err := quant.IsModelFile(o.ck)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
 	if isInt8 {
-		return runInt8(*ck, given, int8Run{data: *dataName, dir: *dataDir, seed: *seed, batch: *batch, threads: *threads, plan: *plan, image: *img, repeat: *repeat})
+		return runInt8(given, o)
 	}
-	ckpt, err := capsnet.ReadCheckpoint(*ck)
+	return runFloat(cfg, o)
+}
+
+// runFloat runs a float32 checkpoint (of model cfg, nil: the
+// checkpoint's): its memory plans (-plan), one -image, or a data set.
+func runFloat(cfg *capsnet.Config, o options) error {
+	ckpt, err := capsnet.ReadCheckpoint(o.ck)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
@@ -111,30 +127,23 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
-	if *plan {
-		return printPlans(os.Stdout, p.Config, *batch)
+	if o.plan {
+		return printPlans(os.Stdout, p.Config, o.batch)
 	}
-	if *img != "" {
-		return classify(p, *img, figs, *repeat)
+	if o.image != "" {
+		return classify(p, o.image, o.figs, o.repeat)
 	}
-	cli.WarnData(os.Stderr, *ck, ckpt, *dataName)
-	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
+	cli.WarnData(os.Stderr, o.ck, ckpt, o.data)
+	ds, err := loadData(p.Config, o)
 	if err != nil {
-		return fmt.Errorf("-data %s: %w", *dataName, err)
+		return err
 	}
-	in := p.Config.Input
-	placement := data.PlacementFor(ds.H, ds.W, in[1], in[2])
-	if in[0] != ds.C {
-		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
+	if o.figs.perturb != "" && o.figs.index >= ds.N {
+		return cli.Usagef("-perturb-index %d: %s has %d images", o.figs.index, ds.Name, ds.N)
 	}
-	if *perturb != "" && *perturbIndex >= ds.N {
-		return cli.Usagef("-perturb-index %d: %s has %d images", *perturbIndex, ds.Name, ds.N)
-	}
-	if placement == data.PlacementRescale {
-		fmt.Printf("note: the %d×%d images of %s are rescaled to %d×%d (area averaging) for model %s\n", ds.H, ds.W, ds.Name, in[1], in[2], p.Config.Name)
-	}
-	b := min(*batch, ds.N)
-	ev, err := eval.New(p, b, *threads)
+	noteRescale(p.Config, ds)
+	b := min(o.batch, ds.N)
+	ev, err := eval.New(p, b, o.threads)
 	if err != nil {
 		return err
 	}
@@ -143,7 +152,27 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	return figs.fromData(p, ds, vb)
+	return o.figs.fromData(p, ds, vb)
+}
+
+// loadData loads the -data set for a model cfg, which must take its
+// channels.
+func loadData(cfg capsnet.Config, o options) (*data.Dataset, error) {
+	ds, err := data.LoadTest(o.data, o.dir, o.seed)
+	if err != nil {
+		return nil, fmt.Errorf("-data %s: %w", o.data, err)
+	}
+	if in := cfg.Input; in[0] != ds.C {
+		return nil, fmt.Errorf("model %s takes %d channel(s), %s has %d", cfg.Name, in[0], ds.Name, ds.C)
+	}
+	return ds, nil
+}
+
+// noteRescale says when the images of ds are rescaled for a model cfg.
+func noteRescale(cfg capsnet.Config, ds *data.Dataset) {
+	if in := cfg.Input; data.PlacementFor(ds.H, ds.W, in[1], in[2]) == data.PlacementRescale {
+		fmt.Printf("note: the %d×%d images of %s are rescaled to %d×%d (area averaging) for model %s\n", ds.H, ds.W, ds.Name, in[1], in[2], cfg.Name)
+	}
 }
 
 // maxRepeat bounds -repeat.
@@ -155,8 +184,7 @@ const maxRepeat = 1000000
 // figures).
 func evaluate(ev *eval.Evaluator, ds *data.Dataset, kind string, b int) (*data.Batcher, error) {
 	cfg := ev.Config()
-	in := cfg.Input
-	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: b, Placement: data.PlacementFor(ds.H, ds.W, in[1], in[2]), CanvasH: in[1], CanvasW: in[2]})
+	vb, err := eval.BatcherFor(cfg, ds, b)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +197,7 @@ func evaluate(ev *eval.Evaluator, ds *data.Dataset, kind string, b int) (*data.B
 	fmt.Printf("model %s (%s), %s: %d images, accuracy %.2f%%, %.0f img/s (batch %d, %d thread(s))\n",
 		cfg.Name, kind, ds.Name, ds.N, 100*rep.Accuracy(), float64(ds.N)/rep.Seconds, b, ev.Replicas())
 	if b == 1 {
-		printLatency(rep.Latency)
+		printLatency(eval.LatencyOf(rep.Latency))
 	}
 	fmt.Println("confusion matrix (rows: true class, columns: predicted):")
 	fmt.Print("     ")
@@ -199,10 +227,9 @@ func printFootprint(ev *eval.Evaluator, kind string, b int) {
 		kind, ev.Config().Name, b, ev.Replicas(), graph.MiB(arena+weights), graph.MiB(arena), graph.MiB(weights), ks)
 }
 
-// printLatency prints the p50, p90 and p99 of batch-1 latencies (seconds).
-func printLatency(lat []float64) {
-	ms := func(p float64) float64 { return 1000 * eval.Percentile(lat, p) }
-	fmt.Printf("latency at batch 1 over %d images: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms\n", len(lat), ms(50), ms(90), ms(99))
+// printLatency prints the p50, p90 and p99 of batch-1 latencies.
+func printLatency(l eval.Latency) {
+	fmt.Printf("latency at batch 1 over %d images: %s\n", l.N, l)
 }
 
 // figures are the PNGs to write besides the evaluation (-recon, -perturb).
@@ -264,17 +291,17 @@ func (f figures) write(flag, path string, fig []byte, err error) error {
 // checkFlags checks the flag values that need no file, and that no flag
 // is given that the chosen mode (-image, -plan or a data set) would ignore:
 // each error is a cli.UsageError naming the flag.
-func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, threads int) error {
-	if err := cli.Int("batch", batch, 1, capsnet.MaxBatch); err != nil {
+func checkFlags(given map[string]bool, o options) error {
+	if err := cli.Int("batch", o.batch, 1, capsnet.MaxBatch); err != nil {
 		return err
 	}
-	if err := cli.Int("threads", threads, 1, cli.MaxThreads); err != nil {
+	if err := cli.Int("threads", o.threads, 1, cli.MaxThreads); err != nil {
 		return err
 	}
-	if !slices.Contains(evalData, dataName) {
-		return cli.Usagef("-data %q: want one of %s", dataName, strings.Join(evalData, ", "))
+	if err := cli.OneOf("data", o.data, evalData); err != nil {
+		return err
 	}
-	if ck == "" {
+	if o.ck == "" {
 		return cli.Usagef("-checkpoint: a file is required")
 	}
 	mode, ignored := "", []string(nil)
@@ -286,19 +313,33 @@ func checkFlags(given map[string]bool, ck, dataName, dataDir string, batch, thre
 		if given["model"] && given["checkpoint"] {
 			return cli.Usagef("-plan takes the model of -model or of -checkpoint, not both")
 		}
-	case given["data-dir"] && strings.HasSuffix(dataName, "embedded"):
-		return cli.Usagef("-data-dir: -data %s is in the binary, not in a directory", dataName)
-	case given["seed"] && !strings.HasPrefix(dataName, "affnist"):
-		return cli.Usagef("-seed: only for the generated AffNIST data (-data affnist or affnist-embedded)")
+	case given["data-dir"] && !data.ReadsFiles(o.data):
+		return cli.Usagef("-data-dir: -data %s is in the binary, not in a directory", o.data)
+	case given["seed"] && !data.IsGenerated(o.data):
+		return cli.Usagef("-seed: only for the generated AffNIST data (-data %s)", strings.Join(data.GeneratedSets, " or "))
 	}
 	for _, f := range ignored {
 		if given[f] {
 			return cli.Usagef("-%s does not apply: %s", f, mode)
 		}
 	}
+	if err := cli.Int("perturb-index", o.figs.index, 0, data.MaxImages-1); err != nil {
+		return err
+	}
+	if err := cli.Int("repeat", o.repeat, 1, maxRepeat); err != nil {
+		return err
+	}
+	if given["repeat"] && o.image == "" {
+		return cli.Usagef("-repeat: only with -image")
+	}
+	if given["perturb-index"] && o.figs.perturb == "" {
+		return cli.Usagef("-perturb-index: only with -perturb")
+	}
 	return nil
 }
 
+// classify classifies the PNG at path with the float32 model p (see
+// classifyWith) and writes the figures of it.
 func classify(p *capsnet.Params, path string, figs figures, repeat int) error {
 	x, err := imageInput(p.Config, path)
 	if err != nil {
@@ -315,24 +356,13 @@ func classify(p *capsnet.Params, path string, figs figures, repeat int) error {
 	return figs.fromImage(p, x)
 }
 
-// imageInput reads a PNG as the input of a cfg model (grey, centred).
+// imageInput reads a PNG as the input of a cfg model (grey, centred;
+// data.ReadPNGInput), errors naming -image and the file.
 func imageInput(cfg capsnet.Config, path string) ([]float32, error) {
 	in := cfg.Input
-	im, err := readImage(path, in[2], in[1])
+	x, err := data.ReadPNGInput(path, in[0], in[1], in[2])
 	if err != nil {
-		return nil, err
-	}
-	r := im.Bounds()
-	if r.Dx() > in[2] || r.Dy() > in[1] || in[0] != 1 {
-		return nil, fmt.Errorf("-image %s: %d×%d image; model %s takes %d×%d×%d (smaller grey images are centred)", path, r.Dx(), r.Dy(), cfg.Name, in[0], in[1], in[2])
-	}
-	x := make([]float32, in[0]*in[1]*in[2])
-	oy, ox := (in[1]-r.Dy())/2, (in[2]-r.Dx())/2
-	for y := 0; y < r.Dy(); y++ {
-		for xx := 0; xx < r.Dx(); xx++ {
-			cr, cg, cb, _ := im.At(r.Min.X+xx, r.Min.Y+y).RGBA()
-			x[(oy+y)*in[2]+ox+xx] = float32(cr+cg+cb) / (3 * 65535)
-		}
+		return nil, fmt.Errorf("-image %w", err)
 	}
 	return x, nil
 }
@@ -342,11 +372,8 @@ func imageInput(cfg capsnet.Config, path string) ([]float32, error) {
 // more inferences and prints the latency percentiles.
 func classifyWith(ev *eval.Evaluator, kind, path string, x []float32, repeat int) error {
 	printFootprint(ev, kind, 1)
-	pred, norms := make([]int, 1), make([]float32, ev.Config().Classes)
-	if err := ev.Predict(x, nil, pred); err != nil {
-		return err
-	}
-	if err := ev.Norms(norms); err != nil {
+	pred, norms, err := ev.Classify(x)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("%s: class %d\n", path, pred[0])
@@ -354,13 +381,9 @@ func classifyWith(ev *eval.Evaluator, kind, path string, x []float32, repeat int
 	for j, v := range norms {
 		fmt.Printf("  %d: %.4f\n", j, v)
 	}
-	lat := make([]float64, repeat)
-	for i := range lat {
-		t0 := time.Now()
-		if err := ev.Predict(x, nil, pred); err != nil {
-			return err
-		}
-		lat[i] = time.Since(t0).Seconds()
+	lat, err := ev.MeasureLatency(x, repeat)
+	if err != nil {
+		return err
 	}
 	printLatency(lat)
 	return nil

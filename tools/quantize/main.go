@@ -41,64 +41,43 @@ error (a file, model or data set), 2 bad flag, flag value or argument.
 	maxCalib = 20000
 )
 
+// options are the flags' values.
+type options struct {
+	ck, out, gran, method string
+	pct                   float64
+	nCalib                int
+	data, eval, dir       string
+	batch, threads        int
+	seed                  uint64
+	given                 map[string]bool
+	granularity           quant.Granularity
+	calib                 quant.Method
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
 	cli.SetUsage(fs, summary, notes)
-	ck := fs.String("checkpoint", "runs/default/checkpoint.safetensors", "float32 checkpoint (safetensors with config metadata)")
-	out := fs.String("out", "", "int8 model file to write (default: the checkpoint's name with .int8.safetensors)")
-	gran := fs.String("granularity", "capsule", "scales of the votes matrices: capsule (one per output capsule) or block (one per (j, i) block)")
-	method := fs.String("calib", "percentile", "activation calibration: minmax (largest |x|) or percentile (a percentile of |x|, -percentile)")
-	pct := fs.Float64("percentile", quant.DefaultPercentile, "percentile of |x| of -calib percentile, in (0, 100]")
-	nCalib := fs.Int("calib-images", 1000, fmt.Sprintf("calibration images, 1 to %d", maxCalib))
-	dataName := fs.String("data", "", "training data set of the calibration images: embedded, mnist, fashion, cifar10 (default: the one the checkpoint was trained on, else embedded)")
-	evalName := fs.String("eval", "", "data set to compare the two models on: a test set, NAME-val, affnist, affnist-embedded, or none (default: the test split of -data)")
-	dataDir := fs.String("data-dir", "", "directory holding the data set (mnist, fashion, cifar10)")
-	batch := fs.Int("batch", 100, fmt.Sprintf("evaluation batch size, 1 to %d", capsnet.MaxBatch))
-	threads := fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("evaluation replicas, 1 to %d", cli.MaxThreads))
-	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations (-eval affnist, affnist-embedded)")
+	var o options
+	fs.StringVar(&o.ck, "checkpoint", "runs/default/checkpoint.safetensors", "float32 checkpoint (safetensors with config metadata)")
+	fs.StringVar(&o.out, "out", "", "int8 model file to write (default: the checkpoint's name with .int8.safetensors)")
+	fs.StringVar(&o.gran, "granularity", "capsule", "scales of the votes matrices: capsule (one per output capsule) or block (one per (j, i) block)")
+	fs.StringVar(&o.method, "calib", "percentile", "activation calibration: minmax (largest |x|) or percentile (a percentile of |x|, -percentile)")
+	fs.Float64Var(&o.pct, "percentile", quant.DefaultPercentile, "percentile of |x| of -calib percentile, in (0, 100]")
+	fs.IntVar(&o.nCalib, "calib-images", 1000, fmt.Sprintf("calibration images, 1 to %d", maxCalib))
+	fs.StringVar(&o.data, "data", "", "training data set of the calibration images: "+strings.Join(data.DataSets, ", ")+" (default: the one the checkpoint was trained on, else embedded)")
+	fs.StringVar(&o.eval, "eval", "", "data set to compare the two models on: a test set, NAME-val, "+strings.Join(data.GeneratedSets, ", ")+", or none (default: the test split of -data)")
+	fs.StringVar(&o.dir, "data-dir", "", "directory holding the data set ("+strings.Join(data.FileSets, ", ")+")")
+	fs.IntVar(&o.batch, "batch", 100, fmt.Sprintf("evaluation batch size, 1 to %d", capsnet.MaxBatch))
+	fs.IntVar(&o.threads, "threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("evaluation replicas, 1 to %d", cli.MaxThreads))
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the AffNIST transformations (-eval "+strings.Join(data.GeneratedSets, ", ")+")")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
-	g, err := quant.ParseGranularity(*gran)
-	if err != nil {
-		return cli.Usagef("-granularity: %v", err)
-	}
-	m, err := quant.ParseMethod(*method)
-	if err != nil {
-		return cli.Usagef("-calib: %v", err)
-	}
-	if err := cli.Float("percentile", *pct, 0, 100, true); err != nil {
+	o.given = cli.Given(fs)
+	if err := checkFlags(&o); err != nil {
 		return err
 	}
-	if cli.Given(fs)["percentile"] && m != quant.Percentile {
-		return cli.Usagef("-percentile: only with -calib percentile")
-	}
-	if err := cli.Int("calib-images", *nCalib, 1, maxCalib); err != nil {
-		return err
-	}
-	if err := cli.Int("batch", *batch, 1, capsnet.MaxBatch); err != nil {
-		return err
-	}
-	if err := cli.Int("threads", *threads, 1, cli.MaxThreads); err != nil {
-		return err
-	}
-	if *ck == "" {
-		return cli.Usagef("-checkpoint: a file is required")
-	}
-	if *dataName != "" && !slices.Contains(data.DataSets, *dataName) {
-		return cli.Usagef("-data %q: want one of %s", *dataName, strings.Join(data.DataSets, ", "))
-	}
-	if *evalName != "" && *evalName != "none" && !slices.Contains(data.TestSets, *evalName) {
-		return cli.Usagef("-eval %q: want none or one of %s", *evalName, strings.Join(data.TestSets, ", "))
-	}
-	if *out == "" {
-		*out = strings.TrimSuffix(*ck, ".safetensors") + ".int8.safetensors"
-	}
-	if *out == *ck {
-		return cli.Usagef("-out %s: the checkpoint itself", *out)
-	}
-
-	ckpt, err := capsnet.ReadCheckpoint(*ck)
+	ckpt, err := capsnet.ReadCheckpoint(o.ck)
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
@@ -106,92 +85,120 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
-	if *dataName == "" {
-		*dataName = ckpt.Meta["data"]
-		if !slices.Contains(data.DataSets, *dataName) {
-			*dataName = "embedded"
+	if o.data == "" {
+		o.data = ckpt.Meta["data"]
+		if !slices.Contains(data.DataSets, o.data) {
+			o.data = "embedded"
 		}
 	}
-	if *evalName == "" {
-		*evalName = *dataName
+	if o.eval == "" {
+		o.eval = o.data
 	}
-	cli.WarnData(os.Stderr, *ck, ckpt, *dataName)
-
-	// Calibration images: the first N of the training split.
-	sp, err := data.LoadSplits(*dataName, *dataDir, 0)
-	if err != nil {
-		return fmt.Errorf("-data %s: %w", *dataName, err)
-	}
-	in := p.Config.Input
-	if in[0] != sp.Train.C {
-		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], sp.Train.Name, sp.Train.C)
-	}
-	nc := min(*nCalib, sp.Train.N)
-	cb, err := data.NewBatcher(sp.Train, data.BatchConfig{Size: nc, Placement: data.PlacementFor(sp.Train.H, sp.Train.W, in[1], in[2]), CanvasH: in[1], CanvasW: in[2]})
+	cli.WarnData(os.Stderr, o.ck, ckpt, o.data)
+	model, err := quantize(p, o)
 	if err != nil {
 		return err
 	}
-	calib := cb.NewBatch()
-	if !cb.Next(calib) {
-		return fmt.Errorf("-data %s: no calibration images: %v", *dataName, cb.Err())
-	}
-	fmt.Printf("calibrating model %s on %d images of %s (%s)...\n", p.Config.Name, calib.N, sp.Train.Name, methodName(m, *pct))
-	cal, err := quant.Calibrate(p, calib.Images(), quant.CalibOptions{Method: m, Percentile: *pct})
-	if err != nil {
-		return err
-	}
-	model, err := quant.Quantize(p, quant.Options{Granularity: g})
-	if err != nil {
-		return err
-	}
-	model.Calibration = cal
-	model.Source = quant.CopySource(ckpt.Meta, *ck)
-	if err := model.Save(*out); err != nil {
+	model.Source = quant.CopySource(ckpt.Meta, o.ck)
+	if err := model.Save(o.out); err != nil {
 		return fmt.Errorf("-out: %w", err)
 	}
-	fsz, qsz, err := sizes(*ck, *out)
+	fsz, qsz, err := sizes(o.ck, o.out)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("float32 checkpoint %s: %s\nint8 model %s: %s (%.3f× the checkpoint; votes scales per %s)\n",
-		*ck, bytesStr(fsz), *out, bytesStr(qsz), float64(qsz)/float64(fsz), g)
-	if *evalName == "none" {
+		o.ck, bytesStr(fsz), o.out, bytesStr(qsz), float64(qsz)/float64(fsz), o.granularity)
+	if o.eval == "none" {
 		return nil
 	}
-	return compare(p, model, *evalName, *dataDir, *seed, *batch, *threads)
+	return compare(p, model, o)
 }
 
-// compare evaluates the float32 and the int8 model on data set name.
-func compare(p *capsnet.Params, m *quant.Model, name, dir string, seed uint64, batch, threads int) error {
-	ds, err := data.LoadTest(name, dir, seed)
+// checkFlags checks the flag values (each error a cli.UsageError naming
+// the flag), parses -granularity and -calib, and sets the default -out.
+func checkFlags(o *options) error {
+	var err error
+	if o.granularity, err = quant.ParseGranularity(o.gran); err != nil {
+		return cli.Usagef("-granularity: %v", err)
+	}
+	if o.calib, err = quant.ParseMethod(o.method); err != nil {
+		return cli.Usagef("-calib: %v", err)
+	}
+	if err := cli.Float("percentile", o.pct, 0, 100, true); err != nil {
+		return err
+	}
+	if o.given["percentile"] && o.calib != quant.Percentile {
+		return cli.Usagef("-percentile: only with -calib percentile")
+	}
+	for _, f := range []struct {
+		name      string
+		v, lo, hi int
+	}{{"calib-images", o.nCalib, 1, maxCalib}, {"batch", o.batch, 1, capsnet.MaxBatch}, {"threads", o.threads, 1, cli.MaxThreads}} {
+		if err := cli.Int(f.name, f.v, f.lo, f.hi); err != nil {
+			return err
+		}
+	}
+	if o.ck == "" {
+		return cli.Usagef("-checkpoint: a file is required")
+	}
+	if o.data != "" {
+		if err := cli.OneOf("data", o.data, data.DataSets); err != nil {
+			return err
+		}
+	}
+	if o.eval != "" && o.eval != "none" && !slices.Contains(data.TestSets, o.eval) {
+		return cli.Usagef("-eval %q: want none or one of %s", o.eval, strings.Join(data.TestSets, ", "))
+	}
+	if o.out == "" {
+		o.out = strings.TrimSuffix(o.ck, ".safetensors") + ".int8.safetensors"
+	}
+	if o.out == o.ck {
+		return cli.Usagef("-out %s: the checkpoint itself", o.out)
+	}
+	return nil
+}
+
+// quantize calibrates p's activation scales on the first -calib-images
+// images of the training split of -data (the validation split held out)
+// and quantizes it.
+func quantize(p *capsnet.Params, o options) (*quant.Model, error) {
+	sp, err := data.LoadSplits(o.data, o.dir, 0)
 	if err != nil {
-		return fmt.Errorf("-eval %s: %w", name, err)
+		return nil, fmt.Errorf("-data %s: %w", o.data, err)
 	}
-	in := p.Config.Input
-	if in[0] != ds.C {
-		return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
+	cb, err := eval.BatcherFor(p.Config, sp.Train, min(o.nCalib, sp.Train.N))
+	if err != nil {
+		return nil, err
 	}
-	b := min(batch, ds.N)
-	vb, err := data.NewBatcher(ds, data.BatchConfig{Size: b, Placement: data.PlacementFor(ds.H, ds.W, in[1], in[2]), CanvasH: in[1], CanvasW: in[2]})
+	calib := cb.NewBatch()
+	if !cb.Next(calib) {
+		return nil, fmt.Errorf("-data %s: no calibration images: %v", o.data, cb.Err())
+	}
+	fmt.Printf("calibrating model %s on %d images of %s (%s)...\n", p.Config.Name, calib.N, sp.Train.Name, methodName(o.calib, o.pct))
+	cal, err := quant.Calibrate(p, calib.Images(), quant.CalibOptions{Method: o.calib, Percentile: o.pct})
+	if err != nil {
+		return nil, err
+	}
+	model, err := quant.Quantize(p, quant.Options{Granularity: o.granularity})
+	if err != nil {
+		return nil, err
+	}
+	model.Calibration = cal
+	return model, nil
+}
+
+// compare evaluates the float32 and the int8 model on the -eval set
+// (eval.CompareInt8) and prints their accuracies and agreement.
+func compare(p *capsnet.Params, m *quant.Model, o options) error {
+	ds, err := data.LoadTest(o.eval, o.dir, o.seed)
+	if err != nil {
+		return fmt.Errorf("-eval %s: %w", o.eval, err)
+	}
+	c, err := eval.CompareInt8(p, m, ds, o.batch, o.threads)
 	if err != nil {
 		return err
 	}
-	var preds [2][]eval.Prediction
-	for k, mk := range []func() (*eval.Evaluator, error){
-		func() (*eval.Evaluator, error) { return eval.New(p, b, threads) },
-		func() (*eval.Evaluator, error) { return eval.NewInt8(m, b, threads) },
-	} {
-		ev, err := mk()
-		if err != nil {
-			return err
-		}
-		preds[k], err = ev.Predictions(vb)
-		ev.Close()
-		if err != nil {
-			return err
-		}
-	}
-	c := eval.ComparePredictions(preds[0], preds[1])
 	fmt.Printf("accuracy on %s (%d images): float32 %.2f%%, int8 %.2f%% (%+.2f points); the int8 model predicts the float32 one's class on %.2f%% (%d images differ: %d fixed, %d broken)\n",
 		ds.Name, c.Total, 100*c.AccA, 100*c.AccB, 100*(c.AccB-c.AccA), 100*c.Agreement(), c.Differ, c.Fixed, c.Broken)
 	return nil

@@ -352,11 +352,11 @@ func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, ba
 			return err
 		}
 	}
-	if !slices.Contains(data.DataSets, dataName) {
-		return cli.Usagef("-data %q: want one of %s", dataName, strings.Join(data.DataSets, ", "))
+	if err := cli.OneOf("data", dataName, data.DataSets); err != nil {
+		return err
 	}
-	if dataName == "embedded" && dataDir != "" {
-		return cli.Usagef("-data-dir: the embedded data set is in the binary, not in a directory")
+	if !data.ReadsFiles(dataName) && dataDir != "" {
+		return cli.Usagef("-data-dir: the %s data set is in the binary, not in a directory", dataName)
 	}
 	if out == "" {
 		return cli.Usagef("-out: an output directory is required")

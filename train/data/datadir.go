@@ -41,13 +41,13 @@ func DataDir() (string, error) {
 // -data flag; "" skips both), then DataDir()/mnist. When none has them the
 // error says where it looked and what to run.
 func FindMNIST(dir string) (string, error) {
-	return findIDXSet(dir, MNISTSubdir, "MNIST", "mnist")
+	return Lookup("mnist").Find(dir)
 }
 
 // FindFashionMNIST is FindMNIST for Fashion-MNIST (subdirectory
 // fashion-mnist).
 func FindFashionMNIST(dir string) (string, error) {
-	return findIDXSet(dir, FashionMNISTSubdir, "Fashion-MNIST", "fashion")
+	return Lookup("fashion").Find(dir)
 }
 
 // FindCIFAR10 returns the directory holding the CIFAR10 binary batches
@@ -56,6 +56,11 @@ func FindFashionMNIST(dir string) (string, error) {
 // cifar-10-batches-bin. CIFAR10 cannot be fetched by tools/data; the
 // error says where to put it.
 func FindCIFAR10(dir string) (string, error) {
+	return Lookup("cifar10").Find(dir)
+}
+
+// findCIFAR10 finds the directory of CIFAR10's set s (see FindCIFAR10).
+func findCIFAR10(s *Set, dir string) (string, error) {
 	var cands []string
 	if dir != "" {
 		cands = append(cands, dir, filepath.Join(dir, "cifar-10-batches-bin"), filepath.Join(dir, CIFAR10Subdir), filepath.Join(dir, CIFAR10Subdir, "cifar-10-batches-bin"))
@@ -65,7 +70,7 @@ func FindCIFAR10(dir string) (string, error) {
 		cands = append(cands, filepath.Join(cache, CIFAR10Subdir), filepath.Join(cache, CIFAR10Subdir, "cifar-10-batches-bin"))
 	}
 	for _, d := range cands {
-		if hasFiles(d, []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}, false) {
+		if hasFiles(d, s.FileNames(), false) {
 			return d, nil
 		}
 	}
@@ -73,24 +78,25 @@ func FindCIFAR10(dir string) (string, error) {
 	if cerr == nil {
 		where = filepath.Join(cache, CIFAR10Subdir)
 	}
-	return "", fmt.Errorf("CIFAR10 not found in %s: put the binary version's data_batch_1.bin … data_batch_5.bin and test_batch.bin in %s", strings.Join(cands, " or "), where)
+	return "", fmt.Errorf("%s not found in %s: %s %s", s.Title, strings.Join(cands, " or "), s.Fetch.Hint, where)
 }
 
-func findIDXSet(dir, subdir, title, arg string) (string, error) {
+// findIDXSet finds the directory of IDX set s (see FindMNIST).
+func findIDXSet(s *Set, dir string) (string, error) {
 	var cands []string
 	if dir != "" {
-		cands = append(cands, dir, filepath.Join(dir, subdir))
+		cands = append(cands, dir, filepath.Join(dir, s.Subdir))
 	}
 	cache, cerr := DataDir()
 	if cerr == nil {
-		cands = append(cands, filepath.Join(cache, subdir))
+		cands = append(cands, filepath.Join(cache, s.Subdir))
 	}
 	for _, d := range cands {
-		if hasFiles(d, MNISTFiles(), true) {
+		if hasFiles(d, s.FileNames(), true) {
 			return d, nil
 		}
 	}
-	msg := fmt.Sprintf("%s not found in %s: run ./build.sh data %s (or go run ./tools/data %s)", title, strings.Join(cands, " or "), arg, arg)
+	msg := fmt.Sprintf("%s not found in %s: %s", s.Title, strings.Join(cands, " or "), s.Fetch.Hint)
 	if cerr != nil {
 		msg += "; " + cerr.Error()
 	}

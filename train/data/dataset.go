@@ -92,15 +92,6 @@ var byteToUnit = func() (t [256]float32) {
 	return
 }()
 
-// The standard MNIST / Fashion-MNIST file names; each may also be gzipped
-// with a .gz suffix.
-const (
-	mnistTrainImages = "train-images-idx3-ubyte"
-	mnistTrainLabels = "train-labels-idx1-ubyte"
-	mnistTestImages  = "t10k-images-idx3-ubyte"
-	mnistTestLabels  = "t10k-labels-idx1-ubyte"
-)
-
 // MNISTFiles lists the four standard MNIST / Fashion-MNIST file names
 // (train images, train labels, test images, test labels), without the
 // optional .gz suffix.

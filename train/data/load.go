@@ -2,43 +2,28 @@ package data
 
 import (
 	"fmt"
-	"os"
 	"strings"
-
-	"github.com/capstan-ml/capstan"
 )
 
-// DataSets lists the names LoadNamed accepts.
-var DataSets = []string{"embedded", "mnist", "fashion", "cifar10"}
+// DataSets lists the names LoadNamed accepts: the rows of Sets that are
+// not generated.
+var DataSets = names(func(s *Set) bool { return !s.Generated() })
 
-// LoadNamed loads a training and a test set by name: "embedded" (the MNIST
-// subset built into the binary: 6000 training and 1000 test digits),
-// "mnist" and "fashion" (found by FindMNIST / FindFashionMNIST in dir or
-// the data cache), "cifar10" (FindCIFAR10).
+// LoadNamed loads a training and a test set by name (a DataSets name, see
+// Sets): "embedded" (the MNIST subset built into the binary: 6000
+// training and 1000 test digits), "mnist" and "fashion" (found by
+// FindMNIST / FindFashionMNIST in dir or the data cache), "cifar10"
+// (FindCIFAR10).
 func LoadNamed(name, dir string) (trainSet, testSet *Dataset, err error) {
-	switch name {
-	case "embedded":
-		return LoadEmbeddedMNIST()
-	case "mnist":
-		d, err := FindMNIST(dir)
-		if err != nil {
-			return nil, nil, err
-		}
-		return LoadMNIST(d)
-	case "fashion":
-		d, err := FindFashionMNIST(dir)
-		if err != nil {
-			return nil, nil, err
-		}
-		return LoadFashionMNIST(d)
-	case "cifar10":
-		d, err := FindCIFAR10(dir)
-		if err != nil {
-			return nil, nil, err
-		}
-		return LoadCIFAR10(d)
+	s := Lookup(name)
+	if s == nil || s.Generated() {
+		return nil, nil, fmt.Errorf("unknown data set %q (one of %v)", name, DataSets)
 	}
-	return nil, nil, fmt.Errorf("unknown data set %q (one of %v)", name, DataSets)
+	d, err := s.Find(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.LoadDir(d)
 }
 
 // The validation split is held out of the training set, never taken from
@@ -54,8 +39,8 @@ const (
 
 // ValidationSize is the default size of data set name's validation split.
 func ValidationSize(name string) int {
-	if name == "embedded" {
-		return EmbeddedValidationImages
+	if s := Lookup(name); s != nil && s.ValImages > 0 {
+		return s.ValImages
 	}
 	return ValidationImages
 }
@@ -101,13 +86,13 @@ func HoldOut(tr, te *Dataset, name string, nVal int) (Splits, error) {
 
 // TestSets lists the names LoadTest accepts: DataSets (their test splits),
 // their validation splits (NAME-val) and the generated AffNIST of the
-// MNIST or embedded test digits.
+// MNIST or embedded test digits (the generated rows of Sets).
 var TestSets = func() []string {
 	s := append([]string(nil), DataSets...)
 	for _, n := range DataSets {
 		s = append(s, n+"-val")
 	}
-	return append(s, "affnist", "affnist-embedded")
+	return append(s, names((*Set).Generated)...)
 }()
 
 // LoadTest loads an evaluation set by name: the test split of a data set
@@ -116,24 +101,22 @@ var TestSets = func() []string {
 // seeded) generated from the MNIST ("affnist") or the embedded
 // ("affnist-embedded") test digits.
 func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
-	switch name {
-	case "affnist", "affnist-embedded":
-		src := "mnist"
-		if name == "affnist-embedded" {
-			src = "embedded"
+	s, val := LookupTest(name)
+	switch {
+	case s == nil:
+		return loadTestSplit(name, dir) // the error of an unknown name
+	case val:
+		sp, err := LoadSplits(s.Name, dir, 0)
+		if err != nil {
+			return nil, err
 		}
-		test, err := loadTestSplit(src, dir)
+		return sp.Val, nil
+	case s.Generated():
+		test, err := loadTestSplit(s.Base, dir)
 		if err != nil {
 			return nil, err
 		}
 		return AffNIST(test, seed)
-	}
-	if base, ok := strings.CutSuffix(name, "-val"); ok {
-		s, err := LoadSplits(base, dir, 0)
-		if err != nil {
-			return nil, err
-		}
-		return s.Val, nil
 	}
 	return loadTestSplit(name, dir)
 }
@@ -142,36 +125,25 @@ func LoadTest(name, dir string, seed uint64) (*Dataset, error) {
 // files allow (MNIST's format: the training images, six times the test
 // set, are not read), else both splits.
 func loadTestSplit(name, dir string) (*Dataset, error) {
-	var err error
-	switch name {
-	case "embedded":
-		return loadIDXSplit(capstan.EmbeddedMNIST, ".", ".", mnistTestImages, mnistTestLabels, "mnist-embedded-test")
-	case "mnist", "fashion":
-		find, prefix := FindMNIST, "mnist"
-		if name == "fashion" {
-			find, prefix = FindFashionMNIST, "fashion-mnist"
-		}
-		if dir, err = find(dir); err != nil {
+	if s := Lookup(name); s != nil && s.loadTest != nil {
+		d, err := s.Find(dir)
+		if err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(dir); err != nil {
-			return nil, fmt.Errorf("data: loading %s: %w", prefix, err)
-		}
-		return loadIDXSplit(os.DirFS(dir), ".", dir, mnistTestImages, mnistTestLabels, prefix+"-test")
+		return s.loadTest(d)
 	}
 	_, test, err := LoadNamed(name, dir)
 	return test, err
 }
 
-// Source is the source of an evaluation set's images: "mnist" for the
-// embedded subset, MNIST, their validation splits and AffNIST (made of
-// MNIST test digits); otherwise the data set's own name ("fashion",
-// "cifar10").
+// Source is the source of an evaluation set's images (Set.Source): "mnist"
+// for the embedded subset, MNIST, their validation splits and AffNIST
+// (made of MNIST test digits); otherwise the data set's own name
+// ("fashion", "cifar10").
 func Source(name string) string {
 	name = strings.TrimSuffix(name, "-val")
-	switch name {
-	case "embedded", "mnist", "affnist", "affnist-embedded":
-		return "mnist"
+	if s := Lookup(name); s != nil {
+		return s.Source
 	}
 	return name
 }

@@ -11,14 +11,15 @@ import (
 	"github.com/capstan-ml/capstan/train/data"
 )
 
-// trainImages is the training split of each data set (its training set
+// trainImages is the training split of data set name (its training set
 // less the validation images held out, data.ValidationSize): what an
-// epoch trains on. The cost estimate needs it without reading the data.
-var trainImages = map[string]int{
-	"embedded": 6000 - data.EmbeddedValidationImages,
-	"mnist":    60000 - data.ValidationImages,
-	"fashion":  60000 - data.ValidationImages,
-	"cifar10":  50000 - data.ValidationImages,
+// epoch trains on, from the data-set table (data.Sets): the cost estimate
+// needs it without reading the data. An unknown name counts 0.
+func trainImages(name string) int {
+	if s := data.Lookup(name); s != nil && !s.Generated() {
+		return s.TrainingImages()
+	}
+	return 0
 }
 
 // Cost is a sweep's estimated cost: every task trained for all its epochs
@@ -95,7 +96,7 @@ func Estimate(tasks []Task, imgPerSec float64) (Cost, error) {
 			}
 			c.ImgPerSec[key] = v
 		}
-		imgs := float64(t.Epochs) * float64(trainImages[t.Data])
+		imgs := float64(t.Epochs) * float64(trainImages(t.Data))
 		c.Images += imgs
 		h := imgs / v / 3600
 		c.TaskHours += h

@@ -14,6 +14,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/train/data"
 
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
@@ -57,47 +58,29 @@ func modelConfig(dir, model string) (capsnet.Config, error) {
 	return capsnet.LoadConfig(filepath.Join(dir, model))
 }
 
-// pixels of one image of the data sets train/data loads.
-const (
-	mnistPixels   = 28 * 28
-	affnistPixels = 40 * 40
-	cifarPixels   = 3 * 32 * 32
-)
-
 // dataBytes is the float32 memory of data set name as a task loads it for
 // training (both splits: train/data.LoadSplits), and evalBytes that of an
-// evaluation set (train/data.LoadTest).
+// evaluation set (train/data.LoadTest), from the data-set table
+// (train/data.Sets).
 func dataBytes(name string) (int64, error) {
-	switch name {
-	case "embedded":
-		return 7000 * mnistPixels * 4, nil
-	case "mnist", "fashion":
-		return 70000 * mnistPixels * 4, nil
-	case "cifar10":
-		return 60000 * cifarPixels * 4, nil
+	if s := data.Lookup(name); s != nil && !s.Generated() {
+		return s.SplitsBytes(), nil
 	}
-	return 0, fmt.Errorf("unknown data set %q (embedded, mnist, fashion, cifar10)", name)
+	return 0, fmt.Errorf("unknown data set %q (%s)", name, strings.Join(data.DataSets, ", "))
 }
 
 func evalBytes(name string) (int64, error) {
-	switch name {
-	case "":
+	if name == "" {
 		return 0, nil
-	case "embedded":
-		return 1000 * mnistPixels * 4, nil
-	case "mnist", "fashion":
-		return 10000 * mnistPixels * 4, nil
-	case "cifar10":
-		return 10000 * cifarPixels * 4, nil
-	case "affnist":
-		return 10000 * (mnistPixels + affnistPixels) * 4, nil
-	case "affnist-embedded":
-		return 1000 * (mnistPixels + affnistPixels) * 4, nil
 	}
-	if base, ok := strings.CutSuffix(name, "-val"); ok {
-		return dataBytes(base)
+	s, val := data.LookupTest(name)
+	switch {
+	case s == nil:
+		return 0, fmt.Errorf("unknown evaluation set %q", name)
+	case val:
+		return s.SplitsBytes(), nil
 	}
-	return 0, fmt.Errorf("unknown evaluation set %q", name)
+	return s.TestBytes(), nil
 }
 
 // planKey identifies the tasks that share a memory plan.

@@ -17,6 +17,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -145,6 +146,15 @@ func Float(name string, v, lo, hi float64, loOpen bool) error {
 		br = "("
 	}
 	return Usagef("-%s %v: want a number in %s%v, %v]", name, v, br, lo, hi)
+}
+
+// OneOf checks that the value v of flag -name is one of names (a list of
+// the data-set table's, e.g. data.DataSets or data.TestSets).
+func OneOf(name, v string, names []string) error {
+	if !slices.Contains(names, v) {
+		return Usagef("-%s %q: want one of %s", name, v, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // Exit prints err, if any and not flag.ErrHelp, on w as one line prefixed

@@ -96,6 +96,12 @@ func TestRanges(t *testing.T) {
 	if Int("n", 1, 1, 3) != nil || Int("n", 3, 1, 3) != nil || Int("n", 0, 1, 3) == nil || Int("n", 4, 1, 3) == nil {
 		t.Error("Int: wrong bounds")
 	}
+	if err := OneOf("data", "mnist", []string{"embedded", "mnist"}); err != nil {
+		t.Errorf("OneOf: %v", err)
+	}
+	if err := OneOf("data", "svhn", []string{"embedded", "mnist"}); !errors.As(err, new(UsageError)) || err.Error() != `-data "svhn": want one of embedded, mnist` {
+		t.Errorf("OneOf(svhn): %v", err)
+	}
 }
 
 // TestWarnData: one line naming the checkpoint when it is evaluated on
