@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
-	"github.com/capstan-ml/capstan/train/data"
 )
 
 // caps builds capsules in the Net's layout from norms: capsule i of sample
@@ -334,66 +333,4 @@ func TestBadInput(t *testing.T) {
 	if err := s.AddCouplings(0, cc, cs, 1); err == nil {
 		t.Error("couplings into layer 0 accepted")
 	}
-}
-
-// TestAddNet runs a tiny model and checks that AddNet reads every layer
-// (the report has the Net's layers and routing layers, k images each),
-// equals adding the accessors' buffers by hand, and does not allocate.
-func TestAddNet(t *testing.T) {
-	const batch = 8
-	net, te := tinyNet(t, 3, batch)
-	x := te.X[:batch*te.ImageSize()]
-	if err := net.Forward(x, nil); err != nil {
-		t.Fatal(err)
-	}
-	s := mustNew(t, net.Layers(), DefaultThresholds())
-	if err := s.AddNet(net, 5); err != nil {
-		t.Fatal(err)
-	}
-	hand := mustNew(t, net.Layers(), DefaultThresholds())
-	for l := range net.Layers() {
-		v, sh, _ := net.Capsules(l)
-		hand.AddCapsules(l, v, sh, 5)
-		if l > 0 {
-			c, cs, _ := net.Couplings(l)
-			hand.AddCouplings(l, c, cs, 5)
-		}
-	}
-	a, b := s.Report(), hand.Report()
-	if len(a.Layers) != len(net.Layers()) || len(a.Routing) != len(net.Layers())-1 {
-		t.Fatalf("report of %d layers and %d routing layers for a net of %d capsule layers", len(a.Layers), len(a.Routing), len(net.Layers()))
-	}
-	for l := range a.Layers {
-		if a.Layers[l].K != 5 || a.Layers[l].CNS != b.Layers[l].CNS || a.Layers[l].CNS <= 0 {
-			t.Errorf("layer %d: k %d cns %v, by hand %v", l, a.Layers[l].K, a.Layers[l].CNS, b.Layers[l].CNS)
-		}
-	}
-	for r := range a.Routing {
-		if x, y := a.Routing[r].DYR, b.Routing[r].DYR; x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
-			t.Errorf("routing %d: dyr %v, by hand %v", r, x, y)
-		}
-	}
-	if n := testing.AllocsPerRun(5, func() { s.AddNet(net, batch) }); n != 0 {
-		t.Errorf("AddNet allocates %v times per batch", n)
-	}
-}
-
-// tinyNet returns an inference Net of tiny-deep initialised with seed, at
-// batch, and the embedded test digits.
-func tinyNet(t *testing.T, seed uint64, batch int) (*capsnet.Net, *data.Dataset) {
-	t.Helper()
-	p, err := capsnet.NewParams(capsnet.Presets()["tiny-deep"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Init(seed)
-	net, err := capsnet.NewInferenceNet(p, batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, te, err := data.LoadEmbeddedMNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return net, te
 }

@@ -5,7 +5,8 @@
 // mean ± std over the checkpoints when several are given, with their
 // accuracy on the analysed images (from the same pass); -json writes every
 // figure; -html writes the whole analysis with its figures as one
-// self-contained HTML page (docs/report.md).
+// self-contained HTML page (docs/report.md). The analysis, its JSON and
+// the report are train/study's; this command wires its flags to them.
 //
 //	go run ./tools/analyze                                   # the default run, embedded test digits
 //	go run ./tools/analyze -checkpoint a.safetensors -checkpoint b.safetensors -data affnist-embedded
@@ -14,11 +15,10 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
@@ -28,7 +28,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
-	"github.com/capstan-ml/capstan/train/eval"
+	"github.com/capstan-ml/capstan/train/study"
 )
 
 func main() {
@@ -47,302 +47,120 @@ var analyzeData = data.TestSets
 // files is a repeatable string flag.
 type files []string
 
-func (f *files) String() string     { return strings.Join(*f, ",") }
+// String returns the files joined by commas (flag.Value).
+func (f *files) String() string { return strings.Join(*f, ",") }
+
+// Set adds a file (flag.Value).
 func (f *files) Set(s string) error { *f = append(*f, s); return nil }
 
-func run(args []string, stdout io.Writer) error {
+// config is what the flags ask for.
+type config struct {
+	study.Options
+	markdown bool
+	json     string
+	html     *htmlFlags
+}
+
+// parse reads the flags into a config, checking their values.
+func parse(args []string, stdout io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
 	cli.SetUsage(fs, summary, notes)
+	c := &config{Options: study.Options{Thresholds: analysis.DefaultThresholds(), Notes: stdout, Warnings: os.Stderr}}
 	var cks files
 	fs.Var(&cks, "checkpoint", "checkpoint to analyse; repeat for several models of one architecture (default runs/default/checkpoint.safetensors)")
-	dataName := fs.String("data", "embedded", "test images: "+strings.Join(analyzeData, ", ")+" (AffNIST generated from the MNIST / embedded test digits)")
-	dataDir := fs.String("data-dir", "", "directory holding the data set")
-	seed := fs.Uint64("seed", 1, "seed of the AffNIST transformations")
-	k := fs.Int("k", 0, "images to analyse (0: all of the data set)")
-	batch := fs.Int("batch", 100, fmt.Sprintf("batch size, 1 to %d (memory does not grow with -k)", capsnet.MaxBatch))
-	th := analysis.DefaultThresholds()
+	fs.StringVar(&c.Data, "data", "embedded", "test images: "+strings.Join(analyzeData, ", ")+" (AffNIST generated from the MNIST / embedded test digits)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "directory holding the data set")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the AffNIST transformations")
+	fs.IntVar(&c.K, "k", 0, "images to analyse (0: all of the data set)")
+	fs.IntVar(&c.Batch, "batch", 100, fmt.Sprintf("batch size, 1 to %d (memory does not grow with -k)", capsnet.MaxBatch))
+	th := &c.Thresholds
 	fs.Float64Var(&th.Active, "active", th.Active, "ε_active: a capsule is active in an image when its norm is ≥ this")
 	fs.Float64Var(&th.Dead1, "dead-mean", th.Dead1, "ε₁: a capsule is dead when the mean of its norms is ≤ this (and their std ≤ -dead-std)")
 	fs.Float64Var(&th.Dead2, "dead-std", th.Dead2, "ε₂: the std bound of a dead capsule")
 	inv := fs.String("invariance", "", "also measure viewpoint invariance for these transformation families (comma-separated: rotation, shear, scale, translate-x, translate-y, or all), each over its default magnitudes")
-	markdown := fs.Bool("markdown", false, "print the tables as Markdown")
-	jsonOut := fs.String("json", "", "also write every figure to this JSON file: the tables and accuracy for each checkpoint and over all, each checkpoint's per-capsule norms and per-coupling means and stds (Fig. 3) and invariance curves")
-	recon := fs.String("recon", "", "also write a PNG of the first 16 images beside their reconstructions by the (first) checkpoint to this file")
-	hf := addHTMLFlags(fs)
+	fs.BoolVar(&c.markdown, "markdown", false, "print the tables as Markdown")
+	fs.StringVar(&c.json, "json", "", "also write every figure to this JSON file: the tables and accuracy for each checkpoint and over all, each checkpoint's per-capsule norms and per-coupling means and stds (Fig. 3) and invariance curves")
+	fs.StringVar(&c.ReconPath, "recon", "", "also write a PNG of the first 16 images beside their reconstructions by the (first) checkpoint to this file")
+	c.html = addHTMLFlags(fs)
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
-		return err
+		return nil, err
 	}
-	if err := hf.check(); err != nil {
-		return err
+	if err := c.html.check(); err != nil {
+		return nil, err
 	}
-	if err := cli.Int("batch", *batch, 1, capsnet.MaxBatch); err != nil {
-		return err
+	if err := cli.Int("batch", c.Batch, 1, capsnet.MaxBatch); err != nil {
+		return nil, err
 	}
-	if err := cli.Int("k", *k, 0, data.MaxImages); err != nil {
-		return err
+	if err := cli.Int("k", c.K, 0, data.MaxImages); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"active", th.Active}, {"dead-mean", th.Dead1}, {"dead-std", th.Dead2}} {
 		if err := cli.Float(f.name, f.v, 0, 1e6, false); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if !slices.Contains(analyzeData, *dataName) {
-		return cli.Usagef("-data %q: want one of %s", *dataName, strings.Join(analyzeData, ", "))
+	if !slices.Contains(analyzeData, c.Data) {
+		return nil, cli.Usagef("-data %q: want one of %s", c.Data, strings.Join(analyzeData, ", "))
 	}
-	var families []data.Family
 	if *inv == "all" {
-		families = data.Families()
+		c.Families = data.Families()
 	} else if *inv != "" {
 		for _, name := range strings.Split(*inv, ",") {
 			f, err := data.ParseFamily(strings.TrimSpace(name))
 			if err != nil {
-				return cli.Usagef("-invariance: %v", err)
+				return nil, cli.Usagef("-invariance: %v", err)
 			}
-			families = append(families, f)
+			c.Families = append(c.Families, f)
 		}
 	}
-	if len(cks) == 0 {
-		cks = files{"runs/default/checkpoint.safetensors"}
+	c.Checkpoints = cks
+	if len(c.Checkpoints) == 0 {
+		c.Checkpoints = []string{"runs/default/checkpoint.safetensors"}
 	}
-	ds, err := data.LoadTest(*dataName, *dataDir, *seed)
-	if err != nil {
-		return fmt.Errorf("-data %s: %w", *dataName, err)
-	}
-	type perCheckpoint struct {
-		Checkpoint string
-		Model      string
-		Tables     analysis.Tables
-		// Accuracy is the fraction of the analysed images classified
-		// correctly (Correct of Images).
-		Accuracy        float64
-		Correct, Images int
-		// Capsules and Couplings are the per-capsule and per-coupling
-		// figures behind the paper's Fig. 3.
-		Capsules   []capsuleFigures
-		Couplings  []couplingFigures
-		Invariance []invPoint `json:",omitempty"`
-	}
-	var all []perCheckpoint
-	var reps []analysis.Report
-	var model *capsnet.Config // the first checkpoint's: every other must hold the same
-	var first firstModel      // for -html
-	for _, path := range cks {
-		ck, err := capsnet.ReadCheckpoint(path)
-		if err != nil {
-			return fmt.Errorf("-checkpoint: %w", err)
-		}
-		cli.WarnData(os.Stderr, path, ck, *dataName)
-		p, err := ck.Params(nil)
-		if err != nil {
-			return fmt.Errorf("-checkpoint: %w", err)
-		}
-		if model == nil {
-			model = &p.Config
-		} else if p.Config.JSON() != model.JSON() {
-			return fmt.Errorf("-checkpoint %s holds model %s, %s holds %s: the tables average models of one configuration (seeds); analyse others separately", path, p.Config.Name, cks[0], model.Name)
-		}
-		in := p.Config.Input
-		if in[0] != ds.C {
-			return fmt.Errorf("model %s takes %d channel(s), %s has %d", p.Config.Name, in[0], ds.Name, ds.C)
-		}
-		cfg := data.BatchConfig{Size: min(*batch, ds.N), Placement: data.PlacementFor(ds.H, ds.W, in[1], in[2]), CanvasH: in[1], CanvasW: in[2]}
-		b, err := data.NewBatcher(ds, cfg)
-		if err != nil {
-			return err
-		}
-		ib := b // the invariance sweep transforms larger images before rescaling them
-		if cfg.Placement == data.PlacementRescale {
-			fmt.Fprintf(stdout, "note: %s: the %d×%d images of %s are rescaled to %d×%d (area averaging; -invariance transforms them before)\n", path, ds.H, ds.W, ds.Name, in[1], in[2])
-			if ib, err = data.NewBatcher(ds, data.BatchConfig{Size: cfg.Size}); err != nil {
-				return err
-			}
-		}
-		if *recon != "" && len(all) == 0 {
-			fig, err := eval.ReconstructionFigureOf(p, b, 16, 8)
-			if err == nil {
-				err = eval.WriteFigure(*recon, fig)
-			}
-			if err != nil {
-				return fmt.Errorf("-recon: %w", err)
-			}
-		}
-		rep, score, err := eval.ParseTreeScored(p, b, *k, th)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		one, err := analysis.Summarize([]analysis.Report{rep})
-		if err != nil {
-			return err
-		}
-		var pts []invPoint
-		var res []eval.InvariancePoint
-		if len(families) > 0 {
-			if res, err = eval.Invariance(p, ib, *k, families, nil); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			pts = invPoints(res)
-		}
-		if first.p == nil {
-			first = firstModel{path: path, p: p, b: b, ds: ds, rep: rep, inv: res}
-		}
-		all = append(all, perCheckpoint{path, p.Config.Name, one, score.Accuracy(), score.Correct, score.Total, capsules(rep), couplings(rep), pts})
-		reps = append(reps, rep)
-	}
-	tables, err := analysis.Summarize(reps)
+	return c, nil
+}
+
+func run(args []string, stdout io.Writer) error {
+	c, err := parse(args, stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s on %s (%d checkpoint(s))\n", all[0].Model, ds.Name, len(all))
-	accs := make([]float64, len(all))
-	for i, c := range all {
-		accs[i] = c.Accuracy
-	}
-	acc := accuracy(all[0].Images, accs)
-	fmt.Fprintln(stdout, acc.line)
-	if *markdown {
-		err = tables.WriteMarkdown(stdout)
-	} else {
-		err = tables.WriteText(stdout)
-	}
+	res, err := study.Run(c.Options)
 	if err != nil {
+		return flagError(err)
+	}
+	if err := res.WriteText(stdout, c.markdown); err != nil {
 		return err
 	}
-	if len(families) > 0 {
-		fmt.Fprintf(stdout, "\nViewpoint invariance: mean over capsules of corr(norms on original, on transformed images), per layer\n")
-		for _, c := range all {
-			fmt.Fprintf(stdout, "%s\n%-12s %9s", c.Checkpoint, "family", "magnitude")
-			for _, l := range c.Invariance[0].Layers {
-				fmt.Fprintf(stdout, " %9s", l.Name)
-			}
-			fmt.Fprintln(stdout)
-			for _, pt := range c.Invariance {
-				fmt.Fprintf(stdout, "%-12s %9g", pt.Family, pt.Magnitude)
-				for _, l := range pt.Layers {
-					if l.Corr == nil {
-						fmt.Fprintf(stdout, " %9s", "–")
-					} else {
-						fmt.Fprintf(stdout, " %9.4f", *l.Corr)
-					}
-				}
-				fmt.Fprintln(stdout)
-			}
-		}
+	if err := c.html.write(stdout, res); err != nil {
+		return flagError(err)
 	}
-	if err := hf.write(stdout, first, tables, cks, accs, th); err != nil {
-		return err
-	}
-	if *jsonOut == "" {
+	if c.json == "" {
 		return nil
 	}
-	return safetensors.WriteAtomic(*jsonOut, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Data        string
-			Accuracy    meanStd
-			Tables      analysis.Tables
-			Checkpoints []perCheckpoint
-		}{ds.Name, acc.meanStd, tables, all})
-	})
-}
-
-// capsuleFigures are one capsule layer's per-capsule norm mean and
-// population std over the analysed images, and which capsules are dead.
-type capsuleFigures struct {
-	Layer             string
-	NormMean, NormStd []float64
-	Dead              []bool
-}
-
-// couplingFigures are one routing layer's coupling mean and population std
-// over the analysed images, c[i,j] at i·NOut + j.
-type couplingFigures struct {
-	From, To  string
-	NIn, NOut int
-	Mean, Std []float64
-}
-
-func capsules(rep analysis.Report) []capsuleFigures {
-	out := make([]capsuleFigures, len(rep.Layers))
-	for i, l := range rep.Layers {
-		out[i] = capsuleFigures{l.Name, l.NormMean, l.NormStd, l.Dead}
+	if err := safetensors.WriteAtomic(c.json, res.WriteJSON); err != nil {
+		return fmt.Errorf("-json %s: %w", c.json, err)
 	}
-	return out
+	return nil
 }
 
-func couplings(rep analysis.Report) []couplingFigures {
-	out := make([]couplingFigures, len(rep.Routing))
-	for i, r := range rep.Routing {
-		out[i] = couplingFigures{r.From, r.To, r.NIn, r.NOut, r.CouplingMean, r.CouplingStd}
-	}
-	return out
+// flagOf maps the fields of study.Options and study.ReportOptions to
+// their flags.
+var flagOf = map[string]string{
+	"Checkpoints": "checkpoint", "Data": "data", "Batch": "batch", "K": "k", "ReconPath": "recon",
+	"Path": "html", "Samples": "samples", "Telemetry": "telemetry", "Metrics": "metrics", "DarkNorm": "dark-norm",
 }
 
-// meanStd is the mean and population standard deviation of a figure over
-// the checkpoints, as written to -json.
-type meanStd struct{ Mean, Std float64 }
-
-// accuracySummary is the classification accuracy over the checkpoints: its
-// mean ± std and the line that prints it.
-type accuracySummary struct {
-	meanStd
-	line string
-}
-
-// accuracy summarises the accuracies of the checkpoints on the images
-// they were analysed on (as fractions; printed in percent, each
-// checkpoint's too when there are several).
-func accuracy(images int, xs []float64) accuracySummary {
-	var s accuracySummary
-	for _, a := range xs {
-		s.Mean += a / float64(len(xs))
-	}
-	for _, a := range xs {
-		s.Std += (a - s.Mean) * (a - s.Mean) / float64(len(xs))
-	}
-	s.Std = math.Sqrt(s.Std)
-	s.line = fmt.Sprintf("Accuracy on the %d analysed image(s): %.2f%%", images, 100*s.Mean)
-	if len(xs) > 1 {
-		each := make([]string, len(xs))
-		for i, a := range xs {
-			each[i] = fmt.Sprintf("%.2f%%", 100*a)
-		}
-		s.line = fmt.Sprintf("Accuracy on the %d analysed image(s): %.2f ± %.2f%% (%s)", images, 100*s.Mean, 100*s.Std, strings.Join(each, ", "))
-	}
-	return s
-}
-
-// invPoint is an eval.InvariancePoint as printed and written to JSON: the
-// family by name, and a layer's corr null when undefined (every capsule
-// dead), which JSON cannot hold as NaN.
-type invPoint struct {
-	Family    string
-	Magnitude float64
-	K         int
-	Layers    []invLayer
-}
-
-type invLayer struct {
-	Name    string
-	Corr    *float64
-	Skipped int
-}
-
-func invPoints(res []eval.InvariancePoint) []invPoint {
-	out := make([]invPoint, len(res))
-	for i, r := range res {
-		out[i] = invPoint{Family: r.Family.String(), Magnitude: r.Magnitude, K: r.K}
-		for _, l := range r.Layers {
-			il := invLayer{Name: l.Name, Skipped: l.Skipped}
-			if !math.IsNaN(l.Corr) {
-				c := l.Corr
-				il.Corr = &c
-			}
-			out[i].Layers = append(out[i].Layers, il)
+// flagError names the flag of an error about a study option.
+func flagError(err error) error {
+	var fe *study.FieldError
+	if errors.As(err, &fe) {
+		if f, ok := flagOf[fe.Field]; ok {
+			return fmt.Errorf("-%s: %w", f, fe.Err)
 		}
 	}
-	return out
+	return err
 }

@@ -141,7 +141,14 @@ func TestBadFlags(t *testing.T) {
 			t.Errorf("%v: %v does not name %s", args, err, args[n-2])
 		}
 	}
-	if err := run([]string{"-checkpoint", filepath.Join(t.TempDir(), "none.safetensors")}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "none.safetensors") {
+	// Errors about an option of train/study name its flag.
+	if err := run([]string{"-checkpoint", filepath.Join(t.TempDir(), "none.safetensors")}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "none.safetensors") ||
+		!strings.HasPrefix(err.Error(), "-checkpoint: ") {
 		t.Errorf("missing checkpoint: %v", err)
+	}
+	ck := clitest.Checkpoint(t, "tiny-deep")
+	recon := filepath.Join(t.TempDir(), "no-dir", "r.png")
+	if err := run([]string{"-checkpoint", ck, "-k", "2", "-recon", recon}, &bytes.Buffer{}); err == nil || !strings.HasPrefix(err.Error(), "-recon: ") {
+		t.Errorf("-recon into a missing directory: %v", err)
 	}
 }

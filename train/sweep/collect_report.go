@@ -4,22 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"html"
-	"image/color"
 	"io"
 	"math"
 	"sort"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette"
-	"gonum.org/v1/plot/palette/moreland"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/train/report/figure"
 )
 
 // pct prints an accuracy (0..1) over seeds as a percentage, mean ± std,
@@ -192,28 +185,13 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 	return err
 }
 
-func writeHTMLTable(b *strings.Builder, caption string, t table) {
-	fmt.Fprintf(b, "<table>\n<caption>%s</caption>\n<tr>", html.EscapeString(caption))
-	for _, h := range t.head {
-		fmt.Fprintf(b, "<th>%s</th>", html.EscapeString(h))
-	}
-	b.WriteString("</tr>\n")
-	for _, r := range t.rows {
-		b.WriteString("<tr>")
-		for _, c := range r {
-			fmt.Fprintf(b, "<td>%s</td>", html.EscapeString(c))
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table>\n")
-}
+// pageCSS is the page's style beyond figure.CSS.
+const pageCSS = "caption{text-align:left;font-weight:bold;padding:.3em 0}\n"
 
-const pageCSS = `body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;margin:1.5em auto;max-width:1500px;padding:0 1em;color:#222;line-height:1.4}
-h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eef}td:first-child,th:first-child{text-align:left}
-caption{text-align:left;font-weight:bold;padding:.3em 0}figure{display:inline-block;margin:.5em 1em .8em 0;vertical-align:top}figcaption{font-size:.9em;color:#444;max-width:50em}.note{color:#555}
-svg image{image-rendering:pixelated}
-`
+// html returns t as an HTML table with caption.
+func (t table) html(caption string) figure.Table {
+	return figure.Table{Caption: caption, Head: t.head, Rows: t.rows}
+}
 
 // WriteHTML writes the summary as one self-contained HTML page: the
 // tables of WriteMarkdown and heatmaps (inline SVG) of the mean
@@ -221,85 +199,47 @@ svg image{image-rendering:pixelated}
 // and uniform routing and their difference.
 func (s *Summary) WriteHTML(w io.Writer) error {
 	var b strings.Builder
-	title := "Sweep results: " + s.Manifest
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html.EscapeString(title) + "</title>\n<style>\n" + pageCSS + "</style>\n</head>\n<body>\n")
-	fmt.Fprintf(&b, "<h1>%s</h1>\n<p>%s</p>\n", html.EscapeString(title), html.EscapeString(s.Counts()))
+	figure.WriteHead(&b, "Sweep results: "+s.Manifest, figure.CSS+pageCSS)
+	fmt.Fprintf(&b, "<p>%s</p>\n", figure.Esc(s.Counts()))
 	if p := s.problemTable(); len(p.rows) > 0 {
 		b.WriteString("<h2>Tasks not counted</h2>\n")
-		writeHTMLTable(&b, "Missing, failed and invalid tasks", p)
+		figure.WriteTable(&b, p.html("Missing, failed and invalid tasks"))
 	}
 	b.WriteString("<h2>Accuracy per architecture</h2>\n")
-	fmt.Fprintf(&b, "<p class=\"note\">%s</p>\n", html.EscapeString(fmt.Sprintf(accuracyNote, s.evalName())))
+	figure.Note(&b, accuracyNote, s.evalName())
 	figs, err := s.heatmaps()
 	if err != nil {
 		return err
 	}
 	b.WriteString(figs)
-	writeHTMLTable(&b, "Accuracy per architecture", s.accuracyTable())
+	figure.WriteTable(&b, s.accuracyTable().html("Accuracy per architecture"))
 	b.WriteString("<h2>Best models</h2>\n")
 	if len(s.Best) == 0 {
 		b.WriteString("<p>No RBA task is done yet.</p>\n")
 	} else {
-		writeHTMLTable(&b, "Best RBA models, the uniform baseline of the same architecture beside", s.bestTable())
+		figure.WriteTable(&b, s.bestTable().html("Best RBA models, the uniform baseline of the same architecture beside"))
 	}
 	for _, best := range s.Best {
-		fmt.Fprintf(&b, "<h2>Tables 1 and 2 of the best model %s: %s</h2>\n", html.EscapeString(best.Scope), html.EscapeString(best.Arch.Arch))
+		fmt.Fprintf(&b, "<h2>Tables 1 and 2 of the best model %s: %s</h2>\n", figure.Esc(best.Scope), figure.Esc(best.Arch.Arch))
 		t := best.Tables
 		switch {
 		case t != nil:
 		case best.TablesError != "":
-			fmt.Fprintf(&b, "<p>Its seeds' analyses disagree: %s</p>\n", html.EscapeString(best.TablesError))
+			fmt.Fprintf(&b, "<p>Its seeds' analyses disagree: %s</p>\n", figure.Esc(best.TablesError))
 			continue
 		default:
 			b.WriteString("<p>No analysis in its results.</p>\n")
 			continue
 		}
-		fmt.Fprintf(&b, "<p class=\"note\">%d image(s) per model, mean ± std over %d seed(s).</p>\n", t.K, t.Models)
-		t1 := table{head: []string{"routing layer", "alive in", "alive out", "dyr", "dys"}}
-		for _, r := range t.Table1 {
-			t1.rows = append(t1.rows, []string{r.From + " → " + r.To, fmt.Sprintf("%s/%d", r.AliveIn, r.NIn), fmt.Sprintf("%s/%d", r.AliveOut, r.NOut), r.DYR.String(), r.DYS.String()})
-		}
-		writeHTMLTable(&b, "Table 1: routing", t1)
-		t2 := table{head: []string{"capsule layer", "n", "cnm", "cns", "car", "cas", "cdr", "cds"}}
-		for _, r := range t.Table2 {
-			t2.rows = append(t2.rows, []string{r.Layer, fmt.Sprint(r.N), r.CNM.String(), r.CNS.String(), r.CAR.String(), r.CAS.String(), r.CDR.String(), r.CDS.String()})
-		}
-		writeHTMLTable(&b, "Table 2: capsule layers", t2)
+		figure.Note(&b, "%d image(s) per model, mean ± std over %d seed(s).", t.K, t.Models)
+		t1, t2 := figure.PaperTables(t)
+		figure.WriteTable(&b, t1)
+		figure.WriteTable(&b, t2)
 	}
-	b.WriteString("</body>\n</html>\n")
+	figure.WriteTail(&b)
 	_, err = io.WriteString(w, b.String())
 	return err
 }
-
-// accGrid is the heatmap's matrix: rows the depths, columns the
-// (capsules, dim) pairs.
-type accGrid struct {
-	rows, cols int
-	z          []float64
-}
-
-func (g accGrid) Dims() (int, int)   { return g.cols, g.rows }
-func (g accGrid) Z(c, r int) float64 { return g.z[r*g.cols+c] }
-func (g accGrid) X(c int) float64    { return float64(c) }
-func (g accGrid) Y(r int) float64    { return float64(r) }
-
-// labelTicks labels integer positions with names.
-type labelTicks []string
-
-func (l labelTicks) Ticks(lo, hi float64) []plot.Tick {
-	var ts []plot.Tick
-	for i, s := range l {
-		if float64(i) >= lo-0.5 && float64(i) <= hi+0.5 {
-			ts = append(ts, plot.Tick{Value: float64(i), Label: s})
-		}
-	}
-	return ts
-}
-
-// rasterHeat is a heatmap without a glyph box per cell.
-type rasterHeat struct{ *plotter.HeatMap }
-
-func (rasterHeat) GlyphBoxes(*plot.Plot) []plot.GlyphBox { return nil }
 
 // heatmaps returns the figures of the grid architectures (those with a
 // depth, capsule count and dimension), or a note when there are none.
@@ -326,36 +266,36 @@ func (s *Summary) heatmaps() (string, error) {
 	}
 	sort.Ints(depths)
 	sort.Slice(cols, func(i, j int) bool { return cols[i].n < cols[j].n || cols[i].n == cols[j].n && cols[i].d < cols[j].d })
-	yl, xl := make(labelTicks, len(depths)), make(labelTicks, len(cols))
+	yl, xl := make(figure.LabelTicks, len(depths)), make(figure.LabelTicks, len(cols))
 	for i, d := range depths {
 		depthIdx[d], yl[i] = i, fmt.Sprint(d)
 	}
 	for i, c := range cols {
 		colIdx[c], xl[i] = i, fmt.Sprintf("%d×%d", c.n, c.d)
 	}
-	grid := func(f func(Arch) float64) accGrid {
-		g := accGrid{rows: len(depths), cols: len(cols), z: make([]float64, len(depths)*len(cols))}
-		for i := range g.z {
-			g.z[i] = math.NaN()
+	grid := func(f func(Arch) float64) figure.Grid {
+		g := figure.NewGrid(len(depths), len(cols))
+		for i := range g.Values {
+			g.Values[i] = math.NaN()
 		}
 		for _, a := range s.Archs {
 			if a.Depth == 0 || a.Capsules == 0 || a.Dim == 0 {
 				continue
 			}
-			g.z[depthIdx[a.Depth]*g.cols+colIdx[cd{a.Capsules, a.Dim}]] = f(a)
+			g.Set(depthIdx[a.Depth], colIdx[cd{a.Capsules, a.Dim}], f(a))
 		}
 		return g
 	}
 	rba := grid(func(a Arch) float64 { return 100 * a.RBA.Eval.Mean })
 	uni := grid(func(a Arch) float64 { return 100 * a.Uniform.Eval.Mean })
 	diff := grid(func(a Arch) float64 { return 100 * (a.RBA.Eval.Mean - a.Uniform.Eval.Mean) })
-	lo, hi := zRange(append(append([]float64(nil), rba.z...), uni.z...))
-	dlo, dhi := zRange(diff.z)
+	lo, hi := figure.ZRange(append(append([]float64(nil), rba.Values...), uni.Values...))
+	dlo, dhi := figure.ZRange(diff.Values)
 	dm := math.Max(math.Abs(dlo), math.Abs(dhi))
 	var b strings.Builder
 	for _, f := range []struct {
 		title  string
-		g      accGrid
+		g      figure.Grid
 		lo, hi float64
 		div    bool
 	}{
@@ -363,76 +303,14 @@ func (s *Summary) heatmaps() (string, error) {
 		{"Uniform: " + s.evalName() + " accuracy (%)", uni, lo, hi, false},
 		{"RBA − uniform (percentage points)", diff, -dm, dm, true},
 	} {
-		svg, err := heatmapSVG(f.title, xl, yl, f.g, f.lo, f.hi, f.div)
+		svg, err := figure.Heatmap{Title: f.title, XLabel: "capsules × dimension", YLabel: "routing layers", Grid: f.g, Min: f.lo, Max: f.hi,
+			Width: vg.Length(max(360, 40*len(cols)+140)), Height: vg.Length(max(220, 28*len(depths)+120)), XTicks: xl, YTicks: yl, Diverging: f.div}.SVG()
 		if err != nil {
 			return "", fmt.Errorf("heatmap %s: %w", f.title, err)
 		}
-		fmt.Fprintf(&b, "<figure>\n%s<figcaption>%s; rows: routing layers (depth), columns: capsules × dimension; grey: no seed done.</figcaption>\n</figure>\n", svg, html.EscapeString(f.title))
+		figure.Write(&b, svg, f.title+"; rows: routing layers (depth), columns: capsules × dimension; grey: no seed done.")
 	}
 	return b.String(), nil
-}
-
-// zRange returns the finite minimum and maximum of z, widened when equal.
-func zRange(z []float64) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, v := range z {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-	}
-	if lo > hi {
-		return 0, 1
-	}
-	if hi-lo < 1e-9 {
-		return lo - 0.5, hi + 0.5
-	}
-	return lo, hi
-}
-
-// heatmapSVG draws g with a color bar as an inline <svg> element.
-// A diverging map (blue below 0, red above) shows a difference.
-func heatmapSVG(title string, xl, yl labelTicks, g accGrid, lo, hi float64, diverging bool) (svg string, err error) {
-	defer func() { // gonum/plot panics on some degenerate data
-		if r := recover(); r != nil {
-			err = fmt.Errorf("plot: %v", r)
-		}
-	}()
-	var cm palette.ColorMap = moreland.ExtendedBlackBody()
-	if diverging {
-		cm = moreland.SmoothBlueRed()
-	}
-	cm.SetMin(lo)
-	cm.SetMax(hi)
-	pal := cm.Palette(255)
-	colors := pal.Colors()
-	hm := plotter.NewHeatMap(g, pal)
-	hm.Min, hm.Max = lo, hi
-	hm.Underflow, hm.Overflow = colors[0], colors[len(colors)-1]
-	hm.NaN = color.RGBA{200, 200, 200, 255}
-	hm.Rasterized = true
-	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, "capsules × dimension", "routing layers"
-	p.X.Tick.Marker, p.Y.Tick.Marker = xl, yl
-	p.Add(rasterHeat{hm})
-	cb := plot.New()
-	cb.HideX()
-	cb.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
-	w := vg.Length(max(360, 40*g.cols+140))
-	h := vg.Length(max(220, 28*g.rows+120))
-	const barW = 70
-	c := vgsvg.New(w, h)
-	dc := draw.New(c)
-	p.Draw(draw.Crop(dc, 0, -barW, 0, 0))
-	cb.Draw(draw.Crop(dc, w-barW+8, 0, 28, -22))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return "", err
-	}
-	out := buf.String()
-	if i := strings.Index(out, "<svg"); i >= 0 {
-		out = out[i:]
-	}
-	return strings.ReplaceAll(out, "<image ", `<image preserveAspectRatio="none" `), nil
 }
 
 // WriteFiles writes the summary's Markdown, HTML and JSON to the paths

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"image"
 	"image/color"
@@ -10,12 +9,14 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/capstan-ml/capstan/train/report/figure"
 )
 
 // writeTrees draws the parse tree of every sample.
 func (in *Input) writeTrees(b *strings.Builder) error {
 	if len(in.Samples) == 0 {
-		note(b, "No sample image given (tools/analyze -samples N).")
+		figure.Note(b, "No sample image given (tools/analyze -samples N).")
 		return nil
 	}
 	in.treeCaption(b)
@@ -33,10 +34,10 @@ func (in *Input) writeTrees(b *strings.Builder) error {
 // side by side.
 func (in *Input) writeViews(b *strings.Builder) error {
 	if len(in.Views) == 0 {
-		note(b, "No transformed digit given.")
+		figure.Note(b, "No transformed digit given.")
 		return nil
 	}
-	note(b, "The same digit as it is and transformed with the AffNIST transform code: a viewpoint-invariant parse tree would route it the same way (compare the edges and the norms of the capsules that win).")
+	figure.Note(b, "The same digit as it is and transformed with the AffNIST transform code: a viewpoint-invariant parse tree would route it the same way (compare the edges and the norms of the capsules that win).")
 	b.WriteString("<div class=\"row\">\n")
 	for k := range in.Views {
 		if err := in.writeTree(b, &in.Views[k]); err != nil {
@@ -48,7 +49,7 @@ func (in *Input) writeViews(b *strings.Builder) error {
 }
 
 func (in *Input) treeCaption(b *strings.Builder) {
-	note(b, "Capsules as nodes, one column per layer (primary capsules on the left, classes on the right); a node's area and shade grow with the capsule's norm, a hollow grey node is inactive (norm < ε_active = %g). An edge joins input capsule i to output capsule j, darker and wider for a larger coupling c[i,j]; couplings below %g are hidden. Layers of more than %d capsules show their %d largest norms in this image. The predicted class is circled in red; hover a node or edge for its value.",
+	figure.Note(b, "Capsules as nodes, one column per layer (primary capsules on the left, classes on the right); a node's area and shade grow with the capsule's norm, a hollow grey node is inactive (norm < ε_active = %g). An edge joins input capsule i to output capsule j, darker and wider for a larger coupling c[i,j]; couplings below %g are hidden. Layers of more than %d capsules show their %d largest norms in this image. The predicted class is circled in red; hover a node or edge for its value.",
 		in.Thresholds.Active, in.EdgeMin, in.MaxNodes, in.MaxNodes)
 }
 
@@ -88,9 +89,9 @@ func (in *Input) writeTree(b *strings.Builder, s *Sample) error {
 		title = "sample"
 	}
 	fmt.Fprintf(b, "<div class=\"tree\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-size=\"11\" font-family=\"Liberation Sans, Arial, sans-serif\">\n", width, height, width, height)
-	fmt.Fprintf(b, "<title>parse tree: %s</title>\n", esc(title))
+	fmt.Fprintf(b, "<title>parse tree: %s</title>\n", figure.Esc(title))
 	for l, L := range s.Layers {
-		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"12\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n", xpos(l), esc(L.Name))
+		fmt.Fprintf(b, "<text x=\"%.1f\" y=\"12\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n", xpos(l), figure.Esc(L.Name))
 		if len(shown[l]) < len(L.Norms) {
 			fmt.Fprintf(b, "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"9\">top %d of %d</text>\n", xpos(l), len(shown[l]), len(L.Norms))
 		}
@@ -123,7 +124,7 @@ func (in *Input) writeTree(b *strings.Builder, s *Sample) error {
 				fill, stroke = "none", "#999"
 			}
 			fmt.Fprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.2f\" fill=\"%s\" stroke=\"%s\" stroke-width=\"0.8\"><title>%s capsule %d: norm %.3f</title></circle>\n",
-				x, y, radius(n), fill, stroke, esc(L.Name), i, n)
+				x, y, radius(n), fill, stroke, figure.Esc(L.Name), i, n)
 			if l == last {
 				fmt.Fprintf(b, "<text x=\"%.1f\" y=\"%.1f\" dominant-baseline=\"middle\">%d</text>\n", x+treeMaxR+3, y, i)
 				if i == s.Pred {
@@ -142,7 +143,7 @@ func (in *Input) writeTree(b *strings.Builder, s *Sample) error {
 		verdict = " (wrong)"
 	}
 	fmt.Fprintf(b, "<div class=\"cap\"><img alt=\"input image\" src=\"%s\"><br><b>%s</b><br>label %s<br>predicted %d%s</div>\n</div>\n",
-		pngURI(img), esc(title), label, s.Pred, verdict)
+		figure.PNGURI(img), figure.Esc(title), label, s.Pred, verdict)
 	return nil
 }
 
@@ -210,5 +211,3 @@ func samplePNG(s *Sample) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
-func pngURI(b []byte) string { return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b) }

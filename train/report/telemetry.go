@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/capstan-ml/capstan/train/report/figure"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -75,16 +76,16 @@ func (p pooling) x(c int) float64 {
 // pool fills g (rows × p.cols) with the max over each column's records of
 // value(record, row); NaN values (a record without the figure) are left
 // out, a column of none is NaN.
-func (p pooling) pool(g grid, recs []telemetry.Record, value func(r *telemetry.Record, row int) float64) {
+func (p pooling) pool(g figure.Grid, recs []telemetry.Record, value func(r *telemetry.Record, row int) float64) {
 	for c := 0; c < p.cols; c++ {
-		for row := 0; row < g.rows; row++ {
+		for row := 0; row < g.Rows; row++ {
 			m := math.NaN()
 			for k := p.lo(c); k < p.lo(c+1); k++ {
 				if v := value(&recs[k], row); !math.IsNaN(v) && !(v <= m) {
 					m = v
 				}
 			}
-			g.set(row, c, m)
+			g.Set(row, c, m)
 		}
 	}
 }
@@ -95,26 +96,27 @@ func (p pooling) pool(g grid, recs []telemetry.Record, value func(r *telemetry.R
 func (in *Input) writeTelemetry(b *strings.Builder) error {
 	t := in.Telemetry
 	if t == nil || len(t.Records) == 0 {
-		note(b, "No telemetry given (tools/analyze -telemetry FILE; a run records %s next to its checkpoint when telemetry is on).", telemetry.FileName)
+		figure.Note(b, "No telemetry given (tools/analyze -telemetry FILE; a run records %s next to its checkpoint when telemetry is on).", telemetry.FileName)
 		return nil
 	}
 	recs := t.Records
 	p := newPooling(recs, in.MaxColumns)
 	ls := t.Header.Layers
-	note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
+	figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
 		len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)
 	b.WriteString("<h3>Largest capsule norm over the batch, per step</h3>\n<div class=\"row\">\n")
 	for l, L := range ls {
-		g := newGrid(L.N, p.cols)
-		g.x = p.x
+		g := figure.NewGrid(L.N, p.cols)
+		g.ColX = p.x
 		p.pool(g, recs, func(r *telemetry.Record, i int) float64 { return float64(r.MaxNorm[l][i]) })
-		_, hi := zRange(g.z)
+		_, hi := figure.ZRange(g.Values)
 		h := vg.Length(math.Min(math.Max(float64(L.N)*5+90, 180), 420))
-		svg, err := heatmapSVG(fmt.Sprintf("max norm, %s (%d capsules)", L.Name, L.N), "step", "capsule", "max norm", g, 0, math.Max(hi, 1e-6), 620, h)
+		svg, err := figure.Heatmap{Title: fmt.Sprintf("max norm, %s (%d capsules)", L.Name, L.N), XLabel: "step", YLabel: "capsule", BarLabel: "max norm",
+			Grid: g, Min: 0, Max: math.Max(hi, 1e-6), Width: 620, Height: h}.SVG()
 		if err != nil {
 			return err
 		}
-		figure(b, svg, fmt.Sprintf("%s: each capsule's largest norm over the step's batch", L.Name))
+		figure.Write(b, svg, fmt.Sprintf("%s: each capsule's largest norm over the step's batch", L.Name))
 	}
 	b.WriteString("</div>\n")
 	if err := in.writeDark(b); err != nil {
@@ -128,8 +130,8 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		if pairs {
 			rows, ylabel = nIn*nOut, "pair j·N_in + i"
 		}
-		g := newGrid(rows, p.cols)
-		g.x = p.x
+		g := figure.NewGrid(rows, p.cols)
+		g.ColX = p.x
 		p.pool(g, recs, func(r *telemetry.Record, row int) float64 {
 			if len(r.GradW) == 0 {
 				return math.NaN()
@@ -147,12 +149,12 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		// log10, zero gradients (starvation) at the bottom of the scale.
 		hi := math.Inf(-1)
 		lo := math.Inf(1)
-		for k, v := range g.z {
+		for k, v := range g.Values {
 			if v > 0 {
-				g.z[k] = math.Log10(v)
-				hi, lo = math.Max(hi, g.z[k]), math.Min(lo, g.z[k])
+				g.Values[k] = math.Log10(v)
+				hi, lo = math.Max(hi, g.Values[k]), math.Min(lo, g.Values[k])
 			} else if v == 0 {
-				g.z[k] = math.Inf(-1)
+				g.Values[k] = math.Inf(-1)
 			}
 		}
 		if lo > hi {
@@ -164,7 +166,8 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		}
 		h := vg.Length(math.Min(math.Max(float64(rows)*3+90, 200), 460))
 		what := fmt.Sprintf("%s → %s", ls[l-1].Name, ls[l].Name)
-		svg, err := heatmapSVG("log₁₀ ‖∂L_m/∂W[j,i]‖, "+what, "step", ylabel, "log₁₀ gradient norm", g, lo, hi, 620, h)
+		svg, err := figure.Heatmap{Title: "log₁₀ ‖∂L_m/∂W[j,i]‖, " + what, XLabel: "step", YLabel: ylabel, BarLabel: "log₁₀ gradient norm",
+			Grid: g, Min: lo, Max: hi, Width: 620, Height: h}.SVG()
 		if err != nil {
 			return err
 		}
@@ -172,7 +175,7 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		if !pairs {
 			caption = fmt.Sprintf("%s: %d×%d pairs, one row per input capsule i, the largest gradient over its %d outputs; black: 0 or below 10^%.1f", what, nOut, nIn, nOut, lo)
 		}
-		figure(b, svg, caption)
+		figure.Write(b, svg, caption)
 	}
 	b.WriteString("</div>\n")
 	return nil
@@ -193,7 +196,7 @@ func (in *Input) writeDark(b *strings.Builder) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	b.WriteString("<h3>Capsules dark at the end of training</h3>\n")
-	note(b, "A capsule is dark here when its largest norm over the batch stayed below %g in every logged step from some step to the last one (%d), for at least the last %d logged step(s) (10%%). Dark is a training-time view: dead (Table 2) is the test-time one, the mean and std of a capsule's norm over the analysed images below ε₁ and ε₂.", theta, t.Records[len(t.Records)-1].Step, minRec)
+	figure.Note(b, "A capsule is dark here when its largest norm over the batch stayed below %g in every logged step from some step to the last one (%d), for at least the last %d logged step(s) (10%%). Dark is a training-time view: dead (Table 2) is the test-time one, the mean and std of a capsule's norm over the analysed images below ε₁ and ε₂.", theta, t.Records[len(t.Records)-1].Step, minRec)
 	var rows [][]string
 	for l, L := range t.Header.Layers {
 		var since []string
@@ -206,6 +209,7 @@ func (in *Input) writeDark(b *strings.Builder) error {
 		}
 		rows = append(rows, []string{L.Name, fmt.Sprintf("%d/%d", len(since), L.N), list})
 	}
-	htmlTable(b, fmt.Sprintf("capsules whose largest norm stayed below %g to the end of the log", theta), []string{"capsule layer", "dark", "capsule: dark since (largest norm since)"}, rows)
+	figure.WriteTable(b, figure.Table{Caption: fmt.Sprintf("capsules whose largest norm stayed below %g to the end of the log", theta),
+		Head: []string{"capsule layer", "dark", "capsule: dark since (largest norm since)"}, Rows: rows})
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/train/report/figure"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -346,10 +347,10 @@ func TestPooling(t *testing.T) {
 	if p.cols != 3 || p.lo(0) != 0 || p.lo(1) != 2 || p.lo(2) != 4 || p.lo(3) != 7 {
 		t.Fatalf("pooling %+v", p)
 	}
-	g := newGrid(1, p.cols)
+	g := figure.NewGrid(1, p.cols)
 	p.pool(g, recs, func(r *telemetry.Record, _ int) float64 { return vals[r.Step-1] })
-	if g.z[0] != 5 || g.z[1] != 2 || g.z[2] != 3 {
-		t.Errorf("pooled %v, want [5 2 3]", g.z)
+	if g.Values[0] != 5 || g.Values[1] != 2 || g.Values[2] != 3 {
+		t.Errorf("pooled %v, want [5 2 3]", g.Values)
 	}
 	// Fewer records than columns: one column each.
 	if p := newPooling(recs, 600); p.cols != len(recs) || p.x(0) != 1 || p.x(6) != 7 {

@@ -11,20 +11,22 @@
 // The file needs no network: figures are inline SVG (parse trees drawn
 // here, plots by gonum.org/v1/plot), raster parts are data:image/png
 // URIs, and the one font the plots use (Liberation Sans) is embedded.
-// Input holds plain data; callers (tools/analyze, through train/eval)
-// fill it.
+// Input holds plain data; train/study fills it (for tools/analyze -html),
+// with parse trees from train/eval. The page head and style, plot font,
+// heatmaps and tables it shares with train/sweep's summary page are
+// train/report/figure's.
 package report
 
 import (
 	"bytes"
 	"fmt"
-	"html"
 	"image/png"
 	"io"
 	"math"
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/train/report/figure"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -176,38 +178,31 @@ func Write(w io.Writer, in Input) error {
 	if title == "" {
 		title = "Parse-tree report: " + in.Model
 	}
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + esc(title) + "</title>\n<style>\n")
-	b.WriteString(fontFace())
-	b.WriteString(css)
-	b.WriteString("</style>\n</head>\n<body>\n<h1>" + esc(title) + "</h1>\n")
+	figure.WriteHead(&b, title, figure.FontFace()+figure.CSS+css)
 	in.writeSummary(&b)
 	b.WriteString("<nav id=\"toc\"><h2>Contents</h2>\n<ol>\n")
 	for _, s := range secs {
-		fmt.Fprintf(&b, "<li><a href=\"#%s\">%s</a></li>\n", s.id, esc(s.title))
+		fmt.Fprintf(&b, "<li><a href=\"#%s\">%s</a></li>\n", s.id, figure.Esc(s.title))
 	}
 	b.WriteString("</ol>\n</nav>\n")
 	for _, s := range secs {
-		fmt.Fprintf(&b, "<section id=\"%s\">\n<h2>%s</h2>\n", s.id, esc(s.title))
+		fmt.Fprintf(&b, "<section id=\"%s\">\n<h2>%s</h2>\n", s.id, figure.Esc(s.title))
 		b.WriteString(s.body.String())
 		b.WriteString("</section>\n")
 	}
-	b.WriteString("</body>\n</html>\n")
+	figure.WriteTail(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-const css = `body{font-family:"Liberation Sans",Arial,Helvetica,sans-serif;margin:1.5em auto;max-width:1500px;padding:0 1em;color:#222;line-height:1.4}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{font-size:1.1em;margin:1.2em 0 .4em}
-table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #bbb;padding:.25em .6em;text-align:right}th{background:#eef}td:first-child,th:first-child{text-align:left}
-figure{display:inline-block;margin:.5em 1em .8em 0;vertical-align:top}figcaption{font-size:.9em;color:#444;max-width:60em}
-.note{color:#555;font-size:.95em}.row{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
+// css is the report's style beyond figure.CSS.
+const css = `h1{font-size:1.6em}h3{font-size:1.1em;margin:1.2em 0 .4em}
+.row{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
 .tree{display:flex;gap:.4em;align-items:center;border:1px solid #ddd;padding:.4em;border-radius:4px}
 .tree .cap{font-size:.85em}.tree img{width:84px;height:84px;image-rendering:pixelated;border:1px solid #999}
-svg image{image-rendering:pixelated}img.fig{max-width:100%;image-rendering:pixelated}
+img.fig{max-width:100%;image-rendering:pixelated}
 nav#toc ol{columns:2}dl.meta{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dl.meta dt{font-weight:bold}dl.meta dd{margin:0}
 `
-
-func esc(s string) string { return html.EscapeString(s) }
 
 func (in *Input) validate() error {
 	if in.Tables != nil && (len(in.Tables.Table2) == 0 || len(in.Tables.Table1) != len(in.Tables.Table2)-1) {
@@ -282,7 +277,7 @@ func validateStats(r *analysis.Report) error {
 // writeSummary writes what was analysed.
 func (in *Input) writeSummary(b *strings.Builder) {
 	b.WriteString("<dl class=\"meta\">\n")
-	item := func(k, v string) { fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", esc(k), esc(v)) }
+	item := func(k, v string) { fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", figure.Esc(k), figure.Esc(v)) }
 	item("model", in.Model)
 	if in.Data != "" {
 		item("data", in.Data)
@@ -315,58 +310,28 @@ func (in *Input) writeSummary(b *strings.Builder) {
 	b.WriteString("</dl>\n")
 }
 
-func note(b *strings.Builder, format string, args ...any) {
-	fmt.Fprintf(b, "<p class=\"note\">%s</p>\n", esc(fmt.Sprintf(format, args...)))
-}
-
 // writeTables writes Tables 1 and 2 as HTML tables.
 func (in *Input) writeTables(b *strings.Builder) error {
 	t := in.Tables
 	if t == nil {
-		note(b, "No statistics given.")
+		figure.Note(b, "No statistics given.")
 		return nil
 	}
 	s := fmt.Sprintf("%d image(s)", t.K)
 	if t.Models > 1 {
 		s += fmt.Sprintf(", mean ± std over %d models", t.Models)
 	}
-	note(b, "%s. Table 1: per routing layer, the capsules alive (not dead) on its input and output layers and the routing dynamics dyr and dys (spec §7). Table 2: per capsule layer, the capsule norm mean and sum (cnm, cns), the active capsule rate and count (car, cas) and the dead capsule rate and count (cdr, cds).", s)
-	table := func(caption string, head []string, rows [][]string) { htmlTable(b, caption, head, rows) }
-	var r1 [][]string
-	for _, r := range t.Table1 {
-		r1 = append(r1, []string{r.From + " → " + r.To, fmt.Sprintf("%s/%d", r.AliveIn, r.NIn), fmt.Sprintf("%s/%d", r.AliveOut, r.NOut), r.DYR.String(), r.DYS.String()})
-	}
-	table("Table 1: routing", []string{"routing layer", "alive in", "alive out", "dyr", "dys"}, r1)
-	var r2 [][]string
-	for _, r := range t.Table2 {
-		r2 = append(r2, []string{r.Layer, fmt.Sprint(r.N), r.CNM.String(), r.CNS.String(), r.CAR.String(), r.CAS.String(), r.CDR.String(), r.CDS.String()})
-	}
-	table("Table 2: capsule layers", []string{"capsule layer", "n", "cnm", "cns", "car", "cas", "cdr", "cds"}, r2)
+	figure.Note(b, "%s. Table 1: per routing layer, the capsules alive (not dead) on its input and output layers and the routing dynamics dyr and dys (spec §7). Table 2: per capsule layer, the capsule norm mean and sum (cnm, cns), the active capsule rate and count (car, cas) and the dead capsule rate and count (cdr, cds).", s)
+	t1, t2 := figure.PaperTables(t)
+	figure.WriteTable(b, t1)
+	figure.WriteTable(b, t2)
 	return nil
-}
-
-// htmlTable writes a table with a caption, a header row and rows of
-// escaped text.
-func htmlTable(b *strings.Builder, caption string, head []string, rows [][]string) {
-	fmt.Fprintf(b, "<table>\n<caption>%s</caption>\n<tr>", esc(caption))
-	for _, h := range head {
-		fmt.Fprintf(b, "<th>%s</th>", esc(h))
-	}
-	b.WriteString("</tr>\n")
-	for _, r := range rows {
-		b.WriteString("<tr>")
-		for _, c := range r {
-			fmt.Fprintf(b, "<td>%s</td>", esc(c))
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table>\n")
 }
 
 // writeImages embeds the PNG figures made elsewhere.
 func (in *Input) writeImages(b *strings.Builder) error {
 	if in.Reconstructions == nil && in.Perturbation == nil {
-		note(b, "No reconstruction or perturbation image given.")
+		figure.Note(b, "No reconstruction or perturbation image given.")
 		return nil
 	}
 	for _, f := range []*Figure{in.Reconstructions, in.Perturbation} {
@@ -380,7 +345,7 @@ func (in *Input) writeImages(b *strings.Builder) error {
 			return err
 		}
 		scale := max(1, min(8, 560/cfg.Width))
-		fmt.Fprintf(b, "<figure><img class=\"fig\" width=\"%d\" alt=\"%s\" src=\"%s\"><figcaption>%s</figcaption></figure>\n", scale*cfg.Width, esc(f.Caption), pngURI(f.PNG), esc(f.Caption))
+		fmt.Fprintf(b, "<figure><img class=\"fig\" width=\"%d\" alt=\"%s\" src=\"%s\"><figcaption>%s</figcaption></figure>\n", scale*cfg.Width, figure.Esc(f.Caption), figure.PNGURI(f.PNG), figure.Esc(f.Caption))
 	}
 	return nil
 }

@@ -1,150 +1,19 @@
 package report
 
 import (
-	"bytes"
-	"encoding/base64"
 	"fmt"
 	"image/color"
 	"math"
-	"strconv"
 	"strings"
 
-	"codeberg.org/go-fonts/liberation/liberationsansregular"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette"
-	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/capstan-ml/capstan/train/report/figure"
 )
-
-// fontFace embeds the plots' font, so that text is measured and shown
-// alike without a network or an installed font.
-func fontFace() string {
-	return "@font-face{font-family:\"Liberation Sans\";src:url(data:font/ttf;base64," +
-		base64.StdEncoding.EncodeToString(liberationsansregular.TTF) + ") format(\"truetype\")}\n"
-}
-
-// newPlot returns a plot whose every text uses Liberation Sans.
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
-	for _, f := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label, &p.Legend.TextStyle} {
-		f.Font.Typeface, f.Font.Variant = "Liberation", "Sans"
-	}
-	p.Title.TextStyle.Font.Size = 12
-	return p
-}
-
-// svgOf renders drawing onto an SVG canvas of w×h points and returns the
-// <svg> element, without the XML prologue, for inlining.
-func svgOf(w, h vg.Length, drawing func(draw.Canvas)) (s string, err error) {
-	defer func() { // gonum/plot panics on some degenerate data
-		if r := recover(); r != nil {
-			err = fmt.Errorf("plot: %v", r)
-		}
-	}()
-	c := vgsvg.New(w, h)
-	drawing(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return "", err
-	}
-	out := buf.String()
-	if i := strings.Index(out, "<svg"); i >= 0 {
-		out = out[i:]
-	}
-	// A raster (heatmap, color bar) fills its rectangle: SVG would keep
-	// its aspect ratio.
-	return strings.ReplaceAll(out, "<image ", `<image preserveAspectRatio="none" `), nil
-}
-
-func plotSVG(p *plot.Plot, w, h vg.Length) (string, error) {
-	return svgOf(w, h, func(c draw.Canvas) { p.Draw(c) })
-}
-
-func figure(b *strings.Builder, svg, caption string) {
-	fmt.Fprintf(b, "<figure>\n%s<figcaption>%s</figcaption>\n</figure>\n", svg, esc(caption))
-}
-
-// grid is a rows×cols matrix for a heatmap: z[r·cols + c], x the column's
-// coordinate, y the row's.
-type grid struct {
-	rows, cols int
-	z          []float64
-	x          func(c int) float64
-	y          func(r int) float64
-}
-
-func (g grid) Dims() (int, int)   { return g.cols, g.rows }
-func (g grid) Z(c, r int) float64 { return g.z[r*g.cols+c] }
-func (g grid) X(c int) float64    { return g.x(c) }
-func (g grid) Y(r int) float64    { return g.y(r) }
-func index(i int) float64         { return float64(i) }
-func newGrid(rows, cols int) grid {
-	return grid{rows: rows, cols: cols, z: make([]float64, rows*cols), x: index, y: index}
-}
-func (g grid) set(r, c int, v float64) { g.z[r*g.cols+c] = v }
-
-// zRange returns the finite minimum and maximum of z, widened when equal.
-func zRange(z []float64) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, v := range z {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-	}
-	if lo > hi {
-		return 0, 1
-	}
-	if hi-lo < 1e-12*math.Max(1, math.Abs(hi)) {
-		return lo - 0.5, hi + 0.5
-	}
-	return lo, hi
-}
-
-// heatmapSVG draws g as a rasterized heatmap between lo and hi (values
-// beyond are clamped) with a vertical color bar titled barLabel.
-func heatmapSVG(title, xLabel, yLabel, barLabel string, g grid, lo, hi float64, w, h vg.Length) (string, error) {
-	cm := moreland.ExtendedBlackBody()
-	cm.SetMin(lo)
-	cm.SetMax(hi)
-	pal := cm.Palette(255)
-	colors := pal.Colors()
-	hm := plotter.NewHeatMap(g, pal)
-	hm.Min, hm.Max = lo, hi
-	hm.Underflow, hm.Overflow = colors[0], colors[len(colors)-1]
-	hm.NaN = color.RGBA{200, 200, 200, 255}
-	hm.Rasterized = true
-	p := newPlot(title, xLabel, yLabel)
-	p.X.Tick.Marker, p.Y.Tick.Marker = intTicks{}, intTicks{}
-	p.Add(rasterHeat{hm})
-	cb := newPlot("", "", barLabel)
-	cb.HideX()
-	cb.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
-	const barW = 70
-	svg, err := svgOf(w, h, func(c draw.Canvas) {
-		p.Draw(draw.Crop(c, 0, -barW, 0, 0))
-		cb.Draw(draw.Crop(c, w-barW+8, 0, 28, -22))
-	})
-	// Pixels stay sharp when enlarged, but a raster of more rows or
-	// columns than the plot has points is averaged, not decimated: a
-	// dead capsule's row must not drop out.
-	if float64(g.rows) > 0.6*float64(h) || float64(g.cols) > 0.8*float64(w) {
-		svg = strings.Replace(svg, "<image ", `<image style="image-rendering:auto" `, 1)
-	}
-	return svg, err
-}
-
-// rasterHeat is a rasterized heatmap without gonum's glyph box per cell
-// (zero-sized, and hundreds of megabytes for a telemetry heatmap).
-type rasterHeat struct{ *plotter.HeatMap }
-
-// GlyphBoxes returns none (plot.GlyphBoxer).
-func (rasterHeat) GlyphBoxes(*plot.Plot) []plot.GlyphBox { return nil }
 
 // bars is a bar chart of per-capsule means with ±std error bars; dead
 // capsules are red, on a light red band.
@@ -204,25 +73,6 @@ func (b bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return -0.5, float64(len(b.mean)) - 0.5, 0, ymax * 1.05
 }
 
-// intTicks are gonum's default ticks at integer values, labelled as
-// integers (capsule indices, epochs).
-type intTicks struct{}
-
-// Ticks returns the integer ticks of [lo, hi] (plot.Ticker).
-func (intTicks) Ticks(lo, hi float64) []plot.Tick {
-	var out []plot.Tick
-	for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
-		if t.Value != math.Trunc(t.Value) {
-			continue
-		}
-		if t.Label != "" {
-			t.Label = strconv.FormatFloat(t.Value, 'f', 0, 64)
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
 // lineSeries is one named curve.
 type lineSeries struct {
 	name string
@@ -239,9 +89,9 @@ const (
 )
 
 func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length, yMin, yMax float64, intX bool, legend int) (string, error) {
-	p := newPlot(title, xLabel, yLabel)
+	p := figure.NewPlot(title, xLabel, yLabel)
 	if intX {
-		p.X.Tick.Marker = intTicks{}
+		p.X.Tick.Marker = figure.IntTicks{}
 	}
 	for k, s := range series {
 		if len(s.xy) == 0 {
@@ -272,7 +122,7 @@ func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length,
 	if !math.IsNaN(yMax) {
 		p.Y.Max = yMax
 	}
-	return plotSVG(p, w, h)
+	return figure.PlotSVG(p, w, h)
 }
 
 // finiteXY returns the points whose y is finite.
@@ -292,48 +142,49 @@ func finiteXY(xs, ys []float64) plotter.XYs {
 func (in *Input) writeStats(b *strings.Builder) error {
 	r := in.Stats
 	if r == nil {
-		note(b, "No statistics given.")
+		figure.Note(b, "No statistics given.")
 		return nil
 	}
 	of := ""
 	if in.StatsOf != "" {
 		of = " of " + in.StatsOf
 	}
-	note(b, "Statistics%s over %d image(s). Couplings: the mean and standard deviation over the images of every coupling c[i,j] of input capsule i to output capsule j (a std near 0 means the routing is the same for every image: no dynamic parse tree). Norms: each capsule's mean norm with ± one std; dead capsules (mean ≤ ε₁ and std ≤ ε₂) are red on a red band.", of, r.Layers[0].K)
+	figure.Note(b, "Statistics%s over %d image(s). Couplings: the mean and standard deviation over the images of every coupling c[i,j] of input capsule i to output capsule j (a std near 0 means the routing is the same for every image: no dynamic parse tree). Norms: each capsule's mean norm with ± one std; dead capsules (mean ≤ ε₁ and std ≤ ε₂) are red on a red band.", of, r.Layers[0].K)
 	for _, R := range r.Routing {
-		fmt.Fprintf(b, "<h3>Couplings %s → %s (%d × %d)</h3>\n<div class=\"row\">\n", esc(R.From), esc(R.To), R.NIn, R.NOut)
+		fmt.Fprintf(b, "<h3>Couplings %s → %s (%d × %d)</h3>\n<div class=\"row\">\n", figure.Esc(R.From), figure.Esc(R.To), R.NIn, R.NOut)
 		for _, m := range []struct {
 			what string
 			z    []float64
 		}{{"mean", R.CouplingMean}, {"std", R.CouplingStd}} {
-			g := newGrid(R.NOut, R.NIn)
+			g := figure.NewGrid(R.NOut, R.NIn)
 			for i := 0; i < R.NIn; i++ {
 				for j := 0; j < R.NOut; j++ {
-					g.set(j, i, m.z[i*R.NOut+j])
+					g.Set(j, i, m.z[i*R.NOut+j])
 				}
 			}
-			_, hi := zRange(m.z)
+			_, hi := figure.ZRange(m.z)
 			lo, hi := 0.0, math.Max(hi, 1e-6)
 			h := vg.Length(math.Min(math.Max(float64(R.NOut)*16+90, 200), 420))
-			svg, err := heatmapSVG(fmt.Sprintf("coupling %s, %s → %s", m.what, R.From, R.To), "input capsule i ("+R.From+")", "output capsule j ("+R.To+")", m.what+" c[i,j]", g, lo, hi, 400, h)
+			svg, err := figure.Heatmap{Title: fmt.Sprintf("coupling %s, %s → %s", m.what, R.From, R.To), XLabel: "input capsule i (" + R.From + ")",
+				YLabel: "output capsule j (" + R.To + ")", BarLabel: m.what + " c[i,j]", Grid: g, Min: lo, Max: hi, Width: 400, Height: h}.SVG()
 			if err != nil {
 				return err
 			}
-			figure(b, svg, fmt.Sprintf("%s of c[i,j] over the images", m.what))
+			figure.Write(b, svg, fmt.Sprintf("%s of c[i,j] over the images", m.what))
 		}
 		b.WriteString("</div>\n")
 	}
 	b.WriteString("<h3>Capsule norms</h3>\n<div class=\"row\">\n")
 	for _, L := range r.Layers {
-		p := newPlot(fmt.Sprintf("%s: %d dead of %d", L.Name, L.CDS, L.N), "capsule", "norm (mean ± std)")
-		p.X.Tick.Marker = intTicks{}
+		p := figure.NewPlot(fmt.Sprintf("%s: %d dead of %d", L.Name, L.CDS, L.N), "capsule", "norm (mean ± std)")
+		p.X.Tick.Marker = figure.IntTicks{}
 		p.Add(bars{mean: L.NormMean, std: L.NormStd, dead: L.Dead})
 		w := vg.Length(math.Min(math.Max(float64(L.N)*14+80, 320), 940))
-		svg, err := plotSVG(p, w, 220)
+		svg, err := figure.PlotSVG(p, w, 220)
 		if err != nil {
 			return err
 		}
-		figure(b, svg, fmt.Sprintf("%s: mean norm of each of %d capsules, ± std; cnm %.4g, %d dead", L.Name, L.N, L.CNM, L.CDS))
+		figure.Write(b, svg, fmt.Sprintf("%s: mean norm of each of %d capsules, ± std; cnm %.4g, %d dead", L.Name, L.N, L.CNM, L.CDS))
 	}
 	b.WriteString("</div>\n")
 	return nil
@@ -343,10 +194,10 @@ func (in *Input) writeStats(b *strings.Builder) error {
 // line per layer.
 func (in *Input) writeInvariance(b *strings.Builder) error {
 	if len(in.Invariance) == 0 {
-		note(b, "No invariance measured (tools/analyze -invariance all).")
+		figure.Note(b, "No invariance measured (tools/analyze -invariance all).")
 		return nil
 	}
-	note(b, "Per transformation family, the mean over a layer's capsules of the correlation of each capsule's norms on the original and the transformed images, against the transformation's magnitude (1: the capsule's activation does not change; dead capsules left out). One line per capsule layer; %d image pair(s) per point.", in.Invariance[0].K)
+	figure.Note(b, "Per transformation family, the mean over a layer's capsules of the correlation of each capsule's norms on the original and the transformed images, against the transformation's magnitude (1: the capsule's activation does not change; dead capsules left out). One line per capsule layer; %d image pair(s) per point.", in.Invariance[0].K)
 	var families []string
 	for _, p := range in.Invariance {
 		if !containsString(families, p.Family) {
@@ -373,7 +224,7 @@ func (in *Input) writeInvariance(b *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		figure(b, svg, "viewpoint invariance under "+f)
+		figure.Write(b, svg, "viewpoint invariance under "+f)
 	}
 	b.WriteString("</div>\n")
 	return nil
@@ -403,7 +254,7 @@ func magnitudeUnit(family string) string {
 // writeTraining draws the losses and accuracies per epoch.
 func (in *Input) writeTraining(b *strings.Builder) error {
 	if len(in.Metrics) == 0 {
-		note(b, "No metrics given (tools/analyze -metrics FILE; a run writes metrics.ndjson next to its checkpoint).")
+		figure.Note(b, "No metrics given (tools/analyze -metrics FILE; a run writes metrics.ndjson next to its checkpoint).")
 		return nil
 	}
 	xs := make([]float64, len(in.Metrics))
@@ -441,7 +292,7 @@ func (in *Input) writeTraining(b *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		figure(b, svg, p.caption)
+		figure.Write(b, svg, p.caption)
 	}
 	b.WriteString("</div>\n")
 	return nil
@@ -449,8 +300,6 @@ func (in *Input) writeTraining(b *strings.Builder) error {
 
 // Ensure the plotters satisfy gonum's interfaces.
 var (
-	_ plot.Plotter     = bars{}
-	_ plot.DataRanger  = bars{}
-	_ plotter.GridXYZ  = grid{}
-	_ palette.ColorMap = moreland.ExtendedBlackBody()
+	_ plot.Plotter    = bars{}
+	_ plot.DataRanger = bars{}
 )
