@@ -239,7 +239,7 @@ func TestWrite(t *testing.T) {
 		`preserveAspectRatio="none"`, `style="image-rendering:auto"`, "reconstructions", "perturbations",
 		// capsule 2 of every layer dies at step 300: dark since then, the only one
 		"Capsules dark at the end of training", "<td>primary</td><td>1/40</td><td>2: step 300 (epoch 1, peak 0)</td>",
-		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged step(s)",
+		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged record(s)",
 		"a.safetensors (accuracy 90.00%)", "b.safetensors (accuracy 80.00%)", "85.00 ± 5.00% over the 2 checkpoints"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
@@ -375,6 +375,29 @@ func BenchmarkWrite(b *testing.B) {
 	for b.Loop() {
 		if err := Write(io.Discard, in); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestWritePooled: a pooled log (the committed form of a finished run) is
+// described as such, with its source's steps, and its dark capsule found.
+func TestWritePooled(t *testing.T) {
+	in := synthInput(t)
+	p, err := in.Telemetry.Pool(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Telemetry = p
+	var b strings.Builder
+	if err := Write(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	for _, want := range []string{"1500 training step(s)", "kept max-pooled by 4 into 375 record(s)", "drawn in 375 column(s) of 1 record(s)",
+		// dead from step 300, in the window of steps 297–300 with three live ones: dark from the next
+		"<td>primary</td><td>1/40</td><td>2: step 301 (epoch 1, peak 0)</td>", "at least the last 38 logged record(s)"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report of a pooled log lacks %q", want)
 		}
 	}
 }

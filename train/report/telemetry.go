@@ -102,8 +102,13 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 	recs := t.Records
 	p := newPooling(recs, in.MaxColumns)
 	ls := t.Header.Layers
-	figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
-		len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)
+	if pl := t.Header.Pool; pl != nil {
+		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), kept max-pooled by %d into %d record(s) (the committed form of a finished run: each record holds the largest values over %d consecutive steps, from the step it names), drawn in %d column(s) of %.3g record(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
+			pl.Records, t.Header.Model, pl.First, recs[len(recs)-1].Step+pl.Window-1, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, pl.Window, len(recs), pl.Window, p.cols, p.perColumn)
+	} else {
+		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
+			len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)
+	}
 	b.WriteString("<h3>Largest capsule norm over the batch, per step</h3>\n<div class=\"row\">\n")
 	for l, L := range ls {
 		g := figure.NewGrid(L.N, p.cols)
@@ -196,7 +201,7 @@ func (in *Input) writeDark(b *strings.Builder) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	b.WriteString("<h3>Capsules dark at the end of training</h3>\n")
-	figure.Note(b, "A capsule is dark here when its largest norm over the batch stayed below %g in every logged step from some step to the last one (%d), for at least the last %d logged step(s) (10%%). Dark is a training-time view: dead (Table 2) is the test-time one, the mean and std of a capsule's norm over the analysed images below ε₁ and ε₂.", theta, t.Records[len(t.Records)-1].Step, minRec)
+	figure.Note(b, "A capsule is dark here when its largest norm over the batch stayed below %g in every logged step from some step to the last one (%d), for at least the last %d logged record(s) (10%%; a record of a pooled log is a window of steps, dark only when all of them were). Dark is a training-time view: dead (Table 2) is the test-time one, the mean and std of a capsule's norm over the analysed images below ε₁ and ε₂.", theta, t.Records[len(t.Records)-1].Step, minRec)
 	var rows [][]string
 	for l, L := range t.Header.Layers {
 		var since []string
