@@ -20,67 +20,35 @@ const CheckpointFormat = "capstan/1"
 // Init fills the parameters as PyTorch initialises the reference model,
 // from a seeded generator: conv and linear weights and biases uniform in
 // ±1/sqrt(fan_in), capsule votes matrices normal with the layer's InitStd
-// (DefaultInitStd, 0.05, when unset) or as the layer's Init says, priors 0.
+// (DefaultInitStd, 0.05, when unset) or as the layer's Init says, priors 0
+// (each parameter as its ParamSpec.Init says, in the order of List).
 func (p *Params) Init(seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x6361707374616e))
-	caps := map[string]CapsConfig{}
-	for _, c := range p.Config.Caps {
-		caps[c.Name+".W"] = c
-	}
 	for _, q := range p.List {
-		data := q.Buf.Data()
-		switch q.kind {
-		case votesW:
-			initVotes(rng, data, caps[q.Name], q.TorchShape)
-		case prior:
-			clear(data)
-		default:
-			fanIn := 1
-			if len(q.TorchShape) > 1 { // weight: fan_in = in·kh·kw
-				for _, s := range q.TorchShape[1:] {
-					fanIn *= s
-				}
-			} else { // bias: PyTorch uses the weight's fan_in
-				w := p.Get(q.Name[:len(q.Name)-len("bias")] + "weight")
-				for _, s := range w.TorchShape[1:] {
-					fanIn *= s
-				}
-			}
-			bound := 1 / math.Sqrt(float64(fanIn))
-			for i := range data {
-				data[i] = float32((rng.Float64()*2 - 1) * bound)
-			}
-		}
+		initParam(rng, q.Buf.Data(), q.init)
 	}
 }
 
-// initVotes draws a votes matrix of PyTorch shape (n_out, n_in, d_out,
-// d_in) as c.Init says (see CapsConfig.Init).
-func initVotes(rng *rand.Rand, data []float32, c CapsConfig, shape []int) {
-	nOut, nIn, dOut, dIn := float64(shape[0]), float64(shape[1]), float64(shape[2]), float64(shape[3])
-	fanIn, fanOut := dIn*nOut*nIn, dOut*nOut*nIn // Keras' rule for a 4-D (n_out, n_in, d_in, d_out) weight
-	switch c.Init {
-	case "he_normal":
-		sd := math.Sqrt(2/fanIn) / 0.87962566103423978
+// initParam draws data as init says.
+func initParam(rng *rand.Rand, data []float32, init ParamInit) {
+	switch init.Kind {
+	case InitZero:
+		clear(data)
+	case InitTruncNormal:
 		for i := range data {
 			x := rng.NormFloat64()
 			for math.Abs(x) > 2 {
 				x = rng.NormFloat64()
 			}
-			data[i] = float32(x * sd)
+			data[i] = float32(x * init.Scale)
 		}
-	case "glorot_uniform":
-		limit := math.Sqrt(6 / (fanIn + fanOut))
+	case InitNormal:
 		for i := range data {
-			data[i] = float32((rng.Float64()*2 - 1) * limit)
+			data[i] = float32(rng.NormFloat64() * init.Scale)
 		}
 	default:
-		sd := c.InitStd
-		if sd == 0 {
-			sd = DefaultInitStd
-		}
 		for i := range data {
-			data[i] = float32(rng.NormFloat64() * sd)
+			data[i] = float32((rng.Float64()*2 - 1) * init.Scale)
 		}
 	}
 }

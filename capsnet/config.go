@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -61,7 +60,8 @@ type CapsConfig struct {
 	Name string `json:"name"`
 	Out  int    `json:"out"`
 	Dim  int    `json:"dim"`
-	// Routing is "rba" (routing by agreement) or "uniform".
+	// Routing names the routing kind, an entry of RoutingKinds ("rba",
+	// routing by agreement, or "uniform").
 	Routing string `json:"routing"`
 	Iters   int    `json:"iters"`
 	Squash  string `json:"squash"`
@@ -144,20 +144,37 @@ func Sabour() Config {
 // Set "recon": "sum" in a config for the spec's literal loss; the test
 // models (tiny-*) keep it, as the PyTorch oracle does.
 func Deep(n, d, L, r int, uniform bool) Config {
-	c := deepConfig(n, d, L, r, uniform, 40, []ConvConfig{
+	kind := DefaultRouting()
+	if uniform {
+		kind = baselineRouting()
+	}
+	return DeepRouting(n, d, L, r, kind)
+}
+
+// DeepRouting is Deep with every capsule layer routed by kind (an entry of
+// RoutingKinds); its name is Deep's, with "-KIND" after it for a kind
+// other than the default (PresetTwin).
+func DeepRouting(n, d, L, r int, kind *RoutingKind) Config {
+	c := deepConfig(n, d, L, r, kind, 40, []ConvConfig{
 		{Out: 32, Kernel: 7, Stride: 1}, {Out: 64, Kernel: 3, Stride: 1}, {Out: 64, Kernel: 3, Stride: 2},
 	}, []int{512, 1024})
 	c.Loss.Recon = "mean"
 	return c
 }
 
-func deepConfig(n, d, L, r int, uniform bool, hw int, convs []ConvConfig, dec []int) Config {
-	routing := "rba"
-	name := fmt.Sprintf("deep-n%d-d%d-L%d-r%d", n, d, L, r)
-	if uniform {
-		routing = "uniform"
-		name += "-uniform"
+// baselineRouting is the first baseline kind of RoutingKinds.
+func baselineRouting() *RoutingKind {
+	for i := range RoutingKinds {
+		if RoutingKinds[i].Baseline {
+			return &RoutingKinds[i]
+		}
 	}
+	panic("capsnet: RoutingKinds has no baseline kind")
+}
+
+func deepConfig(n, d, L, r int, kind *RoutingKind, hw int, convs []ConvConfig, dec []int) Config {
+	routing := kind.Name
+	name := PresetTwin(fmt.Sprintf("deep-n%d-d%d-L%d-r%d", n, d, L, r), kind.Name)
 	c := Config{Name: name, Input: [3]int{1, hw, hw}, PrimaryDim: d, PrimarySquash: "mazzia", Classes: 10, Decoder: dec,
 		Loss: LossConfig{MPlus: 0.9, MMinus: 0.1, Lambda: 0.5, Alpha: 0.392}}
 	for i, cv := range convs {
@@ -197,10 +214,10 @@ func DeepInitStd(dIn int) float64 { return 1.5 / math.Sqrt(float64(dIn)) }
 // (the baseline beside each grid model, issue 12's sweeps).
 func Presets() map[string]Config {
 	p := map[string]Config{"sabour": Sabour()}
-	for name, uniform := range map[string]bool{"deep": false, "deep-uniform": true} {
-		c := Deep(16, 8, 4, 10, uniform)
-		c.Name = name
-		p[name] = c
+	for i := range RoutingKinds {
+		c := DeepRouting(16, 8, 4, 10, &RoutingKinds[i])
+		c.Name = PresetTwin("deep", RoutingKinds[i].Name)
+		p[c.Name] = c
 	}
 	// The dead-capsule investigation's variants of deep (docs/reproduction.md):
 	// the votes matrices initialised with Keras' he_normal or
@@ -230,24 +247,22 @@ func Presets() map[string]Config {
 	ts.Caps[0].Dim = 8
 	ts.Decoder = []int{64, 128}
 	p["tiny-sabour"] = ts
-	td := deepConfig(8, 4, 2, 3, false, 28, []ConvConfig{{Out: 8, Kernel: 5, Stride: 1}}, []int{64, 128})
-	td.Name = "tiny-deep"
-	p["tiny-deep"] = td
-	tdu := deepConfig(8, 4, 2, 3, true, 28, []ConvConfig{{Out: 8, Kernel: 5, Stride: 1}}, []int{64, 128})
-	tdu.Name = "tiny-deep-uniform"
-	p["tiny-deep-uniform"] = tdu
-	td3 := deepConfig(6, 5, 3, 5, false, 24, []ConvConfig{{Out: 6, Kernel: 3, Stride: 1}, {Out: 8, Kernel: 3, Stride: 1}}, []int{32, 64})
+	for i := range RoutingKinds {
+		td := deepConfig(8, 4, 2, 3, &RoutingKinds[i], 28, []ConvConfig{{Out: 8, Kernel: 5, Stride: 1}}, []int{64, 128})
+		td.Name = PresetTwin("tiny-deep", RoutingKinds[i].Name)
+		p[td.Name] = td
+	}
+	td3 := deepConfig(6, 5, 3, 5, DefaultRouting(), 24, []ConvConfig{{Out: 6, Kernel: 3, Stride: 1}, {Out: 8, Kernel: 3, Stride: 1}}, []int{32, 64})
 	td3.Name = "tiny-deep3"
 	p["tiny-deep3"] = td3
 	for L := 1; L <= 8; L++ {
 		for _, n := range []int{16, 32, 64} {
 			for _, d := range []int{8, 16, 32, 64} {
-				c := Deep(n, d, L, 10, false)
-				c.Name = fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L)
-				p[c.Name] = c
-				u := Deep(n, d, L, 10, true)
-				u.Name = c.Name + "-uniform"
-				p[u.Name] = u
+				for i := range RoutingKinds {
+					c := DeepRouting(n, d, L, 10, &RoutingKinds[i])
+					c.Name = PresetTwin(fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L), RoutingKinds[i].Name)
+					p[c.Name] = c
+				}
 			}
 		}
 	}
@@ -301,12 +316,13 @@ func ParseConfig(b []byte, source string) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("config %s: %v", source, err)
 	}
-	if err := c.Validate(); err != nil {
+	l, err := c.Resolve()
+	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", source, err)
 	}
 	// A model too large for this machine is refused here, where the
 	// error can name the file (or checkpoint) it came from.
-	if err := c.checkParamMemory(); err != nil {
+	if err := l.checkParamMemory(); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", source, err)
 	}
 	return c, nil
@@ -333,153 +349,35 @@ type Geometry struct {
 }
 
 // Geometry resolves every shape, or returns an error naming the field that
-// makes the config impossible. Every size is bounded (no single size above
-// 2^30, no tensor of more than 2^40 elements) and every product checked, so
-// that sizes near MaxInt are errors, not wrapped integers; whether the
-// model fits in memory is decided by NewParams and NewNet (MaxModelBytes).
+// makes the config impossible: the Geo of the config's Layout (Resolve,
+// which says what is checked).
 func (c Config) Geometry() (Geometry, error) {
-	var g Geometry
-	ch, h, w := c.Input[0], c.Input[1], c.Input[2]
-	if ch <= 0 || h <= 0 || w <= 0 {
-		return g, fmt.Errorf("input %v: channels, height and width must be positive", c.Input)
+	l, err := c.Resolve()
+	if err != nil {
+		return Geometry{}, err
 	}
-	if ch > maxDim || h > maxDim || w > maxDim {
-		return g, fmt.Errorf("input %v: a size is more than %d", c.Input, maxDim)
-	}
-	var ok bool
-	if g.Pixels, ok = mulSize(ch, h, w); !ok {
-		return g, fmt.Errorf("input %v: more than %d values", c.Input, maxElems)
-	}
-	if len(c.Convs) == 0 {
-		return g, fmt.Errorf("convs: at least one convolution is needed to form primary capsules")
-	}
-	if err := c.checkNames(); err != nil {
-		return g, err
-	}
-	for k, cv := range c.Convs {
-		field := fmt.Sprintf("convs[%d] (%s)", k, cv.Name)
-		if cv.Name == "" {
-			return g, fmt.Errorf("convs[%d]: name is empty", k)
-		}
-		ks := cv.Kernel
-		if ks == 0 {
-			if h != w {
-				return g, fmt.Errorf("%s: kernel 0 (whole input) needs a square input, got %d×%d", field, h, w)
-			}
-			ks = h
-		}
-		if ks < 0 || cv.Stride <= 0 || cv.Pad < 0 || cv.Out <= 0 {
-			return g, fmt.Errorf("%s: out, kernel and stride must be positive and pad non-negative", field)
-		}
-		if ks > maxDim || cv.Stride > maxDim || cv.Pad > maxDim || cv.Out > maxDim {
-			return g, fmt.Errorf("%s: out %d, kernel %d, stride %d or pad %d is more than %d", field, cv.Out, ks, cv.Stride, cv.Pad, maxDim)
-		}
-		if cv.Depthwise && cv.Out != ch {
-			return g, fmt.Errorf("%s: depthwise needs out = in channels, got out %d, in %d", field, cv.Out, ch)
-		}
-		if h+2*cv.Pad < ks || w+2*cv.Pad < ks {
-			return g, fmt.Errorf("%s: kernel %d larger than its %d×%d input (pad %d)", field, ks, h, w, cv.Pad)
-		}
-		g.ConvIn = append(g.ConvIn, [3]int{ch, h, w})
-		g.Kernel = append(g.Kernel, ks)
-		ch, h, w = cv.Out, (h+2*cv.Pad-ks)/cv.Stride+1, (w+2*cv.Pad-ks)/cv.Stride+1
-		if h > maxDim || w > maxDim {
-			return g, fmt.Errorf("%s: output of %d×%d, more than %d (pad %d)", field, h, w, maxDim, cv.Pad)
-		}
-		if _, ok := mulSize(ch, h, w); !ok {
-			return g, fmt.Errorf("%s: output of %d×%d×%d, more than %d values", field, ch, h, w, maxElems)
-		}
-		in := g.ConvIn[k][0]
-		if cv.Depthwise {
-			in = 1
-		}
-		if _, ok := mulSize(cv.Out, in, ks, ks); !ok {
-			return g, fmt.Errorf("%s: weights of %d×%d×%d×%d, more than %d values", field, cv.Out, in, ks, ks, maxElems)
-		}
-		g.ConvOut = append(g.ConvOut, [3]int{ch, h, w})
-	}
-	if c.PrimaryDim <= 0 || ch%c.PrimaryDim != 0 {
-		return g, fmt.Errorf("primary_dim %d must be positive and divide the last conv's %d channels", c.PrimaryDim, ch)
-	}
-	if _, err := parseSquash(c.PrimarySquash); err != nil {
-		return g, fmt.Errorf("primary_squash: %w", err)
-	}
-	g.PrimaryN = ch / c.PrimaryDim * h * w // ≤ ch·h·w, checked above
-	n, d := g.PrimaryN, c.PrimaryDim
-	if len(c.Caps) == 0 {
-		return g, fmt.Errorf("caps: at least one capsule layer is needed")
-	}
-	for l, cc := range c.Caps {
-		field := fmt.Sprintf("caps[%d] (%s)", l, cc.Name)
-		if cc.Name == "" || cc.Out <= 0 || cc.Dim <= 0 {
-			return g, fmt.Errorf("%s: name, out and dim must be set and positive", field)
-		}
-		if cc.Out > maxDim || cc.Dim > maxDim {
-			return g, fmt.Errorf("%s: out %d or dim %d is more than %d", field, cc.Out, cc.Dim, maxDim)
-		}
-		if cc.Routing != "rba" && cc.Routing != "uniform" {
-			return g, fmt.Errorf("%s: routing %q must be rba or uniform", field, cc.Routing)
-		}
-		if cc.Routing == "rba" && cc.Iters <= 0 {
-			return g, fmt.Errorf("%s: iters must be at least 1 for rba routing", field)
-		}
-		if cc.Iters > MaxIters || cc.Iters < 0 {
-			return g, fmt.Errorf("%s: iters %d is not between 0 and %d", field, cc.Iters, MaxIters)
-		}
-		if _, err := parseSquash(cc.Squash); err != nil {
-			return g, fmt.Errorf("%s: squash: %w", field, err)
-		}
-		if !(cc.InitStd >= 0) || math.IsInf(cc.InitStd, 0) {
-			return g, fmt.Errorf("%s: init_std %v must be a finite number ≥ 0", field, cc.InitStd)
-		}
-		if cc.Init != "" && !slices.Contains(VotesInits, cc.Init) {
-			return g, fmt.Errorf("%s: init %q must be one of %s", field, cc.Init, strings.Join(VotesInits, ", "))
-		}
-		if _, ok := mulSize(cc.Out, n, cc.Dim, d); !ok {
-			return g, fmt.Errorf("%s: W of %d×%d×%d×%d, more than %d values", field, cc.Out, n, cc.Dim, d, maxElems)
-		}
-		if _, ok := mulSize(cc.Out, cc.Dim); !ok {
-			return g, fmt.Errorf("%s: %d capsules of %d, more than %d values", field, cc.Out, cc.Dim, maxElems)
-		}
-		g.CapsIn = append(g.CapsIn, [2]int{n, d})
-		n, d = cc.Out, cc.Dim
-	}
-	if c.Classes <= 0 || n != c.Classes {
-		return g, fmt.Errorf("classes %d: the last capsule layer has %d capsules", c.Classes, n)
-	}
-	in := n * d // checked with the last layer
-	for i, hsz := range append(append([]int(nil), c.Decoder...), g.Pixels) {
-		if i < len(c.Decoder) && (hsz <= 0 || hsz > maxDim) {
-			return g, fmt.Errorf("decoder[%d] = %d must be between 1 and %d", i, hsz, maxDim)
-		}
-		if _, ok := mulSize(hsz, in); !ok {
-			return g, fmt.Errorf("decoder layer %d: weights of %d×%d, more than %d values", i+1, hsz, in, maxElems)
-		}
-		in = hsz
-	}
-	if c.Loss.MPlus <= c.Loss.MMinus || c.Loss.Lambda < 0 || c.Loss.Alpha < 0 {
-		return g, fmt.Errorf("loss: need m_plus > m_minus, lambda >= 0, alpha >= 0 (got %+v)", c.Loss)
-	}
-	if r := c.Loss.Recon; r != "" && r != "sum" && r != "mean" {
-		return g, fmt.Errorf("loss.recon: %q is not sum or mean", r)
-	}
-	return g, nil
+	return l.Geo, nil
 }
 
 // ParamCount returns the number of scalars of the config's parameters (as
-// NewParams declares them), computed from Geometry with every product and
+// NewParams declares them), computed from its Layout with every product and
 // sum checked, before anything is allocated. Each tensor has at most 2^40
-// elements (Geometry); a total beyond 2^60 is an error.
+// elements (Resolve); a total beyond 2^60 is an error.
 func (c Config) ParamCount() (int64, error) {
-	specs, err := c.ParamSpecs()
+	l, err := c.Resolve()
 	if err != nil {
 		return 0, err
 	}
+	return l.ParamCount()
+}
+
+// ParamCount is Config.ParamCount of the layout's config.
+func (l *Layout) ParamCount() (int64, error) {
 	var total int64
-	for _, sp := range specs {
+	for _, sp := range l.Params {
 		n, ok := mulSize(sp.TorchShape...)
 		if !ok || total+int64(n) > 1<<60 {
-			return 0, fmt.Errorf("model %s: more than 2^60 parameters", c.Name)
+			return 0, fmt.Errorf("model %s: more than 2^60 parameters", l.Config.Name)
 		}
 		total += int64(n)
 	}
@@ -491,9 +389,10 @@ func (c Config) ParamCount() (int64, error) {
 // count from a hostile config would size the arena by it.
 const MaxIters = 1000
 
-// Validate reports whether the config describes a buildable network.
+// Validate reports whether the config describes a buildable network
+// (Resolve succeeds).
 func (c Config) Validate() error {
-	_, err := c.Geometry()
+	_, err := c.Resolve()
 	return err
 }
 

@@ -7,4 +7,9 @@
 // Checkpoint.Params or Params.Load converts it), and the dump of every
 // intermediate the PyTorch oracle writes (Dump, DumpFiles). The file format
 // itself is package capsnet/safetensors.
+//
+// A config is validated and resolved once (Config.Resolve) into a Layout,
+// the typed description every compiler walks: the float Net, Params and
+// Init, TrainingPlan, and the int8 graph of package quant. The routing
+// kinds a capsule layer may use are one table, RoutingKinds.
 package capsnet

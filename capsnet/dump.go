@@ -50,7 +50,7 @@ func Dump(p *Params, x []float32, labels []int) (map[string]Tensor, error) {
 	out["x"] = Tensor{Shape: append([]int(nil), n.x.Shape...), Data: append([]float32(nil), x...)}
 	out["norms"] = Tensor{Shape: []int{B, p.Config.Classes}, Data: append([]float32(nil), n.Norms()...)}
 	out["recon"] = Tensor{Shape: []int{B, p.Geo.Pixels}, Data: append([]float32(nil), n.Recon()...)}
-	out["trace.0.v"] = capsToTorch(n.prim.v.Data(), B, n.prim.d, p.Geo.PrimaryN)
+	out["trace.0.v"] = capsToTorch(n.prim.v.Data(), B, n.prim.D, p.Geo.PrimaryN)
 	for k, L := range n.caps {
 		out[fmt.Sprintf("trace.%d.v", k+1)] = capsToTorch(L.V.Data(), B, L.Route.D, L.Route.NOut)
 		// Couplings (B, NOut, NIn) → PyTorch (B, NIn, NOut): the same

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/capstan-ml/capstan/graph"
 )
 
 // MaxModelBytes bounds the memory of one model: NewParams refuses a config
@@ -152,4 +154,36 @@ func mulSize(xs ...int) (int, bool) {
 		p *= x
 	}
 	return p, true
+}
+
+// MemoryBudget is the memory limit of one model as a compiler applies it
+// to the arena of one graph (the float Net, the int8 graph of package
+// quant): Limit bytes, Source saying where the limit comes from.
+type MemoryBudget struct {
+	Limit  int64
+	Source string
+}
+
+// ModelMemoryBudget returns the budget of ModelMemoryLimit.
+func ModelMemoryBudget() (MemoryBudget, error) {
+	limit, source, err := ModelMemoryLimit()
+	return MemoryBudget{Limit: limit, Source: source}, err
+}
+
+// Guard sets a's size check: a plan that, with fixed bytes of what
+// ("parameters", "weights") beside it, needs more than the budget is
+// refused with an error naming model, batch and the limit, before the
+// arena is allocated. The returned function tells that refusal from
+// other errors of a's Seal.
+func (m MemoryBudget) Guard(a *graph.Arena, model string, batch int, what string, fixed int64) (isLimit func(error) bool) {
+	var tooBig error
+	a.SetSizeCheck(func(plan int64) error {
+		if need := fixed + plan; need > m.Limit {
+			tooBig = memoryError(model, fmt.Sprintf("batch %d needs %s (%s %s + memory plan %s)", batch, fmtBytes(need), what, fmtBytes(fixed), fmtBytes(plan)),
+				need, m.Limit, m.Source)
+			return tooBig
+		}
+		return nil
+	})
+	return func(err error) bool { return err != nil && err == tooBig }
 }

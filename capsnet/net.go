@@ -52,12 +52,15 @@ type Net struct {
 	dec   []*fcLayer
 	info  []LayerInfo
 
-	norms, dNorms  *graph.Buf // (B, classes)
-	decIn, dDecIn  *graph.Buf // (B, classes·d) j-major
-	recon          *graph.Buf // (B, pixels)
-	pred           []int
-	dvDec          *graph.Buf // decoder's gradient w.r.t. the top capsules
-	lossM, lossR   float64
+	norms, dNorms *graph.Buf // (B, classes)
+	decIn, dDecIn *graph.Buf // (B, classes·d) j-major
+	recon         *graph.Buf // (B, pixels)
+	pred          []int
+	dvDec         *graph.Buf // decoder's gradient w.r.t. the top capsules
+	lossM, lossR  float64
+	// marginParams and reconWeight are the loss constants of the layout.
+	marginParams   kernels.MarginParams
+	reconWeight    float32
 	forward, backw graph.Schedule
 	margin         graph.Schedule // BackwardMargin
 	// backwardDone is set by Backward and cleared by Forward: Backward may
@@ -70,8 +73,8 @@ type Net struct {
 }
 
 type convLayer struct {
-	cfg    ConvConfig
-	sh     kernels.ConvShape
+	ConvLayer
+	sh     kernels.ConvShape // at the Net's batch
 	w, b   *Param
 	dw, db *graph.Buf
 	x, dx  *graph.Buf // input and its gradient (dx nil for the first conv)
@@ -82,16 +85,15 @@ type convLayer struct {
 }
 
 type primaryLayer struct {
-	maps, d, hw int
-	kind        kernels.Squash
-	s, v, dv    *graph.Buf // (B, d, N) component-major
-	ds          *graph.Buf
+	PrimaryLayer
+	s, v, dv *graph.Buf // (B, d, N) component-major
+	ds       *graph.Buf
 }
 
 // capsLayer is one capsule layer of a compiled Net; the accessors
 // (Capsules, Couplings, VotesGrad) expose its buffers read-only.
 type capsLayer struct {
-	Cfg   CapsConfig
+	Name  string
 	Votes kernels.VotesShape
 	Route kernels.RoutingShape
 	W     *Param
@@ -106,12 +108,13 @@ type capsLayer struct {
 }
 
 type fcLayer struct {
+	batch   int
 	in, out int
 	w, b    *Param
 	dw, db  *graph.Buf
 	x, dx   *graph.Buf
 	y, dy   *graph.Buf
-	act     string // "relu" or "sigmoid"
+	act     Activation
 	// work and bwork are the SGEMM packing space of the forward and the
 	// backward step.
 	work, bwork *graph.Buf
@@ -142,23 +145,32 @@ const (
 	planOnly                     // SealShared's plan, not allocated, no memory limit (TrainingPlan)
 )
 
-func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
+// CheckBatch refuses a batch outside 1 … MaxBatch (what names the
+// compiler in the error).
+func CheckBatch(what string, batch int) error {
 	if batch <= 0 || batch > MaxBatch {
-		return nil, fmt.Errorf("capsnet: batch %d must be between 1 and %d", batch, MaxBatch)
+		return fmt.Errorf("%s: batch %d must be between 1 and %d", what, batch, MaxBatch)
 	}
-	cfg, geo := p.Config, p.Geo
-	limit, source, err := ModelMemoryLimit()
+	return nil
+}
+
+func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
+	if err := CheckBatch("capsnet", batch); err != nil {
+		return nil, err
+	}
+	l := p.Layout
+	budget, err := ModelMemoryBudget()
 	if err != nil {
 		return nil, err
 	}
 	if mode == planOnly {
-		limit, source = math.MaxInt64, "none (a plan only)"
+		budget = MemoryBudget{Limit: math.MaxInt64, Source: "none (a plan only)"}
 	}
-	if err := checkWorkSizes(p, batch, limit, source); err != nil {
+	if err := l.CheckWorkSizes(batch, budget); err != nil {
 		return nil, err
 	}
-	n := &Net{P: p, Batch: batch, Arena: graph.NewArena(), labels: make([]int, batch), pred: make([]int, batch), maskByLabel: !inference, Inference: inference}
-	B := batch
+	n := &Net{P: p, Batch: batch, Arena: graph.NewArena(), labels: make([]int, batch), pred: make([]int, batch), maskByLabel: !inference, Inference: inference,
+		marginParams: l.Margin, reconWeight: l.ReconWeight}
 	a := &netAlloc{Arena: n.Arena, inference: inference}
 	gradOf := map[*Param]*graph.Buf{}
 	for _, q := range p.List {
@@ -168,86 +180,13 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 		}
 		gradOf[q] = g
 	}
-	in := geo.ConvIn[0]
-	n.x = a.Alloc("x", graph.Activation, B, in[0], in[1], in[2])
-	x, dx := n.x, (*graph.Buf)(nil)
-	for k, cv := range cfg.Convs {
-		ci, co := geo.ConvIn[k], geo.ConvOut[k]
-		groups := 1
-		if cv.Depthwise {
-			groups = ci[0]
-		}
-		sh := kernels.ConvShape{Batch: B, InC: ci[0], InH: ci[1], InW: ci[2], OutC: co[0], KH: geo.Kernel[k], KW: geo.Kernel[k],
-			StrideH: cv.Stride, StrideW: cv.Stride, PadH: cv.Pad, PadW: cv.Pad, Groups: groups}
-		if err := sh.Validate(); err != nil {
-			return nil, fmt.Errorf("capsnet: conv %s: %w", cv.Name, err)
-		}
-		L := &convLayer{cfg: cv, sh: sh, w: p.Get(cv.Name + ".weight"), b: p.Get(cv.Name + ".bias"), x: x, dx: dx}
-		L.work = a.Alloc(cv.Name+".work", graph.Scratch, sh.ArenaWorkSize())
-		L.bwork = a.AllocBackward(cv.Name+".bwork", graph.Scratch, sh.ArenaWorkSize())
-		L.dw, L.db = gradOf[L.w], gradOf[L.b]
-		L.y = a.Alloc(cv.Name+".y", graph.Activation, B, co[0], co[1], co[2])
-		L.dy = a.Alloc(cv.Name+".dy", graph.ActGrad, B, co[0], co[1], co[2])
-		n.convs = append(n.convs, L)
-		x, dx = L.y, L.dy
+	in := l.Convs[0].Shape
+	n.x = a.Alloc("x", graph.Activation, batch, in.InC, in.InH, in.InW)
+	if err := n.compileConvs(a, gradOf); err != nil {
+		return nil, err
 	}
-	last := geo.ConvOut[len(geo.ConvOut)-1]
-	d := cfg.PrimaryDim
-	kind, _ := parseSquash(cfg.PrimarySquash)
-	n.prim = primaryLayer{maps: last[0] / d, d: d, hw: last[1] * last[2], kind: kind,
-		s:  a.Alloc("primary.s", graph.Activation, B, d, geo.PrimaryN),
-		v:  a.Alloc("primary.v", graph.Activation, B, d, geo.PrimaryN),
-		dv: a.Alloc("primary.dv", graph.ActGrad, B, d, geo.PrimaryN),
-		ds: a.Alloc("primary.ds", graph.ActGrad, B, d, geo.PrimaryN)}
-	u, du := n.prim.v, n.prim.dv
-	for l, cc := range cfg.Caps {
-		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
-		sq, _ := parseSquash(cc.Squash)
-		L := &capsLayer{Cfg: cc, W: p.Get(cc.Name + ".W"), Prior: p.Get(cc.Name + ".b"), U: u, DU: du,
-			Votes: kernels.VotesShape{Batch: B, NIn: nIn, NOut: cc.Out, DIn: dIn, DOut: cc.Dim},
-			Route: kernels.RoutingShape{Batch: B, NIn: nIn, NOut: cc.Out, D: cc.Dim, Iters: cc.Iters, Squash: sq, Uniform: cc.Routing == "uniform"}}
-		L.DW = gradOf[L.W]
-		if L.Prior.Trainable {
-			L.DPrior = gradOf[L.Prior]
-		}
-		L.Uhat = a.Alloc(cc.Name+".uhat", graph.Activation, B, cc.Out, cc.Dim, nIn)
-		L.DUhat = a.Alloc(cc.Name+".duhat", graph.ActGrad, B, cc.Out, cc.Dim, nIn)
-		L.V = a.Alloc(cc.Name+".v", graph.Activation, B, cc.Dim, cc.Out)
-		L.DV = a.Alloc(cc.Name+".dv", graph.ActGrad, B, cc.Dim, cc.Out)
-		L.C = a.Alloc(cc.Name+".c", graph.Activation, B, cc.Out, nIn)
-		L.work = a.Alloc(cc.Name+".work", graph.Scratch, L.Route.WorkSize())
-		n.caps = append(n.caps, L)
-		u, du = L.V, L.DV
-	}
-	top := n.caps[len(n.caps)-1]
-	classes, dOut := cfg.Classes, top.Cfg.Dim
-	n.norms = a.Alloc("norms", graph.Activation, B, classes)
-	n.dNorms = a.Alloc("dnorms", graph.ActGrad, B, classes)
-	n.dvDec = a.Alloc("dec.dv", graph.ActGrad, B, dOut, classes)
-	n.decIn = a.Alloc("dec.in", graph.Activation, B, classes*dOut)
-	n.dDecIn = a.Alloc("dec.din", graph.ActGrad, B, classes*dOut)
-	x, dx = n.decIn, n.dDecIn
-	sizes := append(append([]int(nil), cfg.Decoder...), geo.Pixels)
-	inSz := classes * dOut
-	for i, out := range sizes {
-		name := fmt.Sprintf("dec.fc%d", i+1)
-		L := &fcLayer{in: inSz, out: out, w: p.Get(name + ".weight"), b: p.Get(name + ".bias"), x: x, dx: dx, act: "relu"}
-		if i == len(sizes)-1 {
-			L.act = "sigmoid"
-		}
-		L.dw, L.db = gradOf[L.w], gradOf[L.b]
-		L.work = a.Alloc(name+".work", graph.Scratch, kernels.SgemmWorkSize(B, out, inSz))
-		L.bwork = a.AllocBackward(name+".bwork", graph.Scratch, max(kernels.SgemmWorkSize(out, inSz, B), kernels.SgemmWorkSize(B, inSz, out)))
-		L.y = a.Alloc(name+".y", graph.Activation, B, out)
-		L.dy = a.Alloc(name+".dy", graph.ActGrad, B, out)
-		n.dec = append(n.dec, L)
-		x, dx, inSz = L.y, L.dy, out
-	}
-	n.recon = x
-	n.info = append(n.info, LayerInfo{Name: "primary", N: geo.PrimaryN, D: d})
-	for _, L := range n.caps {
-		n.info = append(n.info, LayerInfo{Name: L.Cfg.Name, N: L.Route.NOut, D: L.Route.D})
-	}
+	n.compileCaps(a, gradOf)
+	n.compileDecoder(a, gradOf)
 	n.schedule()
 	// Pinned: the input (written by Forward outside the schedules) and
 	// everything an accessor exposes after a pass.
@@ -255,69 +194,136 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 	for _, L := range n.caps {
 		n.Arena.Pin(L.V, L.C)
 	}
-	// The memory limit of one model: parameters plus this Net's plan,
-	// checked by the arena once the plan is made, before it is allocated.
-	var tooBig error
-	paramBytes := p.Arena.Bytes()
-	n.Arena.SetSizeCheck(func(plan int64) error {
-		if need := paramBytes + plan; need > limit {
-			tooBig = memoryError(cfg.Name, fmt.Sprintf("batch %d needs %s (parameters %s + memory plan %s)", batch, fmtBytes(need), fmtBytes(paramBytes), fmtBytes(plan)),
-				need, limit, source)
-			return tooBig
-		}
-		return nil
-	})
-	if mode == planOnly {
-		n.Arena.SetSizeCheck(stopAtPlan)
-	}
-	n.Arena.SetDebug(mode == planDebug)
-	switch {
-	case mode == planUnshared:
-		err = n.Arena.Seal()
-	case inference:
-		err = n.Arena.SealShared(n.forward)
-	default:
-		err = n.Arena.SealShared(n.forward, n.margin, n.backw)
-	}
-	if err == errPlanned {
-		return n, nil
-	}
-	if err != nil {
-		if err == tooBig {
-			return nil, err
-		}
-		return nil, fmt.Errorf("capsnet: memory plan: %w", err)
+	if err := n.seal(mode, budget); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
 
-// checkWorkSizes refuses a batch whose kernel work spaces could not even be
+// compileConvs compiles the convolutions and the primary capsules.
+func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf) error {
+	l, p, B := n.P.Layout, n.P, n.Batch
+	x, dx := n.x, (*graph.Buf)(nil)
+	for _, cv := range l.Convs {
+		sh, err := cv.At(B)
+		if err != nil {
+			return fmt.Errorf("capsnet: %w", err)
+		}
+		L := &convLayer{ConvLayer: cv, sh: sh, w: p.Get(cv.Name + ".weight"), b: p.Get(cv.Name + ".bias"), x: x, dx: dx}
+		L.work = a.Alloc(cv.Name+".work", graph.Scratch, sh.ArenaWorkSize())
+		L.bwork = a.AllocBackward(cv.Name+".bwork", graph.Scratch, sh.ArenaWorkSize())
+		L.dw, L.db = gradOf[L.w], gradOf[L.b]
+		L.y = a.Alloc(cv.Name+".y", graph.Activation, B, sh.OutC, sh.OutH(), sh.OutW())
+		L.dy = a.Alloc(cv.Name+".dy", graph.ActGrad, B, sh.OutC, sh.OutH(), sh.OutW())
+		n.convs = append(n.convs, L)
+		x, dx = L.y, L.dy
+	}
+	P := l.Primary
+	n.prim = primaryLayer{PrimaryLayer: P,
+		s:  a.Alloc("primary.s", graph.Activation, B, P.D, P.N),
+		v:  a.Alloc("primary.v", graph.Activation, B, P.D, P.N),
+		dv: a.Alloc("primary.dv", graph.ActGrad, B, P.D, P.N),
+		ds: a.Alloc("primary.ds", graph.ActGrad, B, P.D, P.N)}
+	n.info = append(n.info, LayerInfo{Name: "primary", N: P.N, D: P.D})
+	return nil
+}
+
+// compileCaps compiles the capsule layers.
+func (n *Net) compileCaps(a *netAlloc, gradOf map[*Param]*graph.Buf) {
+	p, B := n.P, n.Batch
+	u, du := n.prim.v, n.prim.dv
+	for _, cl := range p.Layout.Caps {
+		L := &capsLayer{Name: cl.Name, W: p.Get(cl.Name + ".W"), Prior: p.Get(cl.Name + ".b"), U: u, DU: du,
+			Votes: cl.Votes(B), Route: cl.Route(B)}
+		L.DW = gradOf[L.W]
+		if L.Prior.Trainable {
+			L.DPrior = gradOf[L.Prior]
+		}
+		L.Uhat = a.Alloc(cl.Name+".uhat", graph.Activation, B, cl.Out, cl.Dim, cl.NIn)
+		L.DUhat = a.Alloc(cl.Name+".duhat", graph.ActGrad, B, cl.Out, cl.Dim, cl.NIn)
+		L.V = a.Alloc(cl.Name+".v", graph.Activation, B, cl.Dim, cl.Out)
+		L.DV = a.Alloc(cl.Name+".dv", graph.ActGrad, B, cl.Dim, cl.Out)
+		L.C = a.Alloc(cl.Name+".c", graph.Activation, B, cl.Out, cl.NIn)
+		L.work = a.Alloc(cl.Name+".work", graph.Scratch, L.Route.WorkSize())
+		n.caps = append(n.caps, L)
+		n.info = append(n.info, LayerInfo{Name: cl.Name, N: cl.Out, D: cl.Dim})
+		u, du = L.V, L.DV
+	}
+}
+
+// compileDecoder compiles the head (norms, mask) and the decoder.
+func (n *Net) compileDecoder(a *netAlloc, gradOf map[*Param]*graph.Buf) {
+	p, B := n.P, n.Batch
+	top := n.caps[len(n.caps)-1]
+	classes, dOut := top.Route.NOut, top.Route.D
+	n.norms = a.Alloc("norms", graph.Activation, B, classes)
+	n.dNorms = a.Alloc("dnorms", graph.ActGrad, B, classes)
+	n.dvDec = a.Alloc("dec.dv", graph.ActGrad, B, dOut, classes)
+	n.decIn = a.Alloc("dec.in", graph.Activation, B, classes*dOut)
+	n.dDecIn = a.Alloc("dec.din", graph.ActGrad, B, classes*dOut)
+	x, dx := n.decIn, n.dDecIn
+	for _, fc := range p.Layout.Decoder {
+		L := &fcLayer{batch: B, in: fc.In, out: fc.Out, w: p.Get(fc.Name + ".weight"), b: p.Get(fc.Name + ".bias"), x: x, dx: dx, act: fc.Act}
+		L.dw, L.db = gradOf[L.w], gradOf[L.b]
+		L.work = a.Alloc(fc.Name+".work", graph.Scratch, kernels.SgemmWorkSize(B, fc.Out, fc.In))
+		L.bwork = a.AllocBackward(fc.Name+".bwork", graph.Scratch, max(kernels.SgemmWorkSize(fc.Out, fc.In, B), kernels.SgemmWorkSize(B, fc.In, fc.Out)))
+		L.y = a.Alloc(fc.Name+".y", graph.Activation, B, fc.Out)
+		L.dy = a.Alloc(fc.Name+".dy", graph.ActGrad, B, fc.Out)
+		n.dec = append(n.dec, L)
+		x, dx = L.y, L.dy
+	}
+	n.recon = x
+}
+
+// seal plans (and, but for planOnly, allocates) the Net's arena as mode
+// says, within the memory limit of one model: parameters plus this Net's
+// plan, checked by the arena once the plan is made, before it is
+// allocated.
+func (n *Net) seal(mode planMode, budget MemoryBudget) error {
+	isLimit := budget.Guard(n.Arena, n.P.Config.Name, n.Batch, "parameters", n.P.Arena.Bytes())
+	if mode == planOnly {
+		n.Arena.SetSizeCheck(stopAtPlan)
+	}
+	n.Arena.SetDebug(mode == planDebug)
+	var err error
+	switch {
+	case mode == planUnshared:
+		err = n.Arena.Seal()
+	case n.Inference:
+		err = n.Arena.SealShared(n.forward)
+	default:
+		err = n.Arena.SealShared(n.forward, n.margin, n.backw)
+	}
+	switch {
+	case err == nil, err == errPlanned:
+		return nil
+	case isLimit(err):
+		return err
+	}
+	return fmt.Errorf("capsnet: memory plan: %w", err)
+}
+
+// CheckWorkSizes refuses a batch whose kernel work spaces could not even be
 // computed in an int (the kernels' size formulas do not check overflow):
 // the routing's per-iteration store and the convolutions' im2col columns,
 // bounded here with checked products. Such sizes are far beyond any memory
 // limit; what passes is sized exactly by the arena's plan.
-func checkWorkSizes(p *Params, batch int, limit int64, source string) error {
-	cfg, geo := p.Config, p.Geo
+func (l *Layout) CheckWorkSizes(batch int, budget MemoryBudget) error {
 	over := func(what string) error {
-		return memoryError(cfg.Name, fmt.Sprintf("batch %d needs more than %s (%s alone)", batch, fmtBytes(4*maxElems), what), 4*maxElems, limit, source)
+		return memoryError(l.Config.Name, fmt.Sprintf("batch %d needs more than %s (%s alone)", batch, fmtBytes(4*maxElems), what), 4*maxElems, budget.Limit, budget.Source)
 	}
-	for l, cc := range cfg.Caps {
-		nIn := geo.CapsIn[l][0]
-		c, ok1 := mulSize(cc.Out, nIn)
-		v, ok2 := mulSize(2, cc.Dim, cc.Out)
-		if _, ok3 := mulSize(batch, max(cc.Iters, 1), c+v); !ok1 || !ok2 || !ok3 {
-			return over(fmt.Sprintf("the routing work space of %s", cc.Name))
+	for _, cl := range l.Caps {
+		c, ok1 := mulSize(cl.Out, cl.NIn)
+		v, ok2 := mulSize(2, cl.Dim, cl.Out)
+		if _, ok3 := mulSize(batch, max(cl.Iters, 1), c+v); !ok1 || !ok2 || !ok3 {
+			return over(fmt.Sprintf("the routing work space of %s", cl.Name))
 		}
 	}
-	for k, cv := range cfg.Convs {
-		in, out, ks := geo.ConvIn[k], geo.ConvOut[k], geo.Kernel[k]
-		cg := in[0]
-		if cv.Depthwise {
-			cg = 1
-		}
-		col, ok1 := mulSize(cg, ks, ks)
-		_, ok2 := mulSize(batch, out[1], out[2], col+out[0])
-		_, ok3 := mulSize(batch, in[0], in[1], in[2])
+	for _, cv := range l.Convs {
+		sh := cv.Shape
+		col, ok1 := mulSize(sh.InC/sh.Groups, sh.KH, sh.KW)
+		_, ok2 := mulSize(batch, sh.OutH(), sh.OutW(), col+sh.OutC)
+		_, ok3 := mulSize(batch, sh.InC, sh.InH, sh.InW)
 		if !ok1 || !ok2 || !ok3 {
 			return over(fmt.Sprintf("the work space of %s", cv.Name))
 		}
@@ -383,7 +389,7 @@ func (n *Net) SetMaskByLabel(on bool) { n.maskByLabel = on }
 // losses and their total L_m + α·L_r (spec §4; α/pixels when the config's
 // loss.recon is "mean"). recon is always the per-image sum L_r.
 func (n *Net) Loss() (margin, recon, total float64) {
-	return n.lossM, n.lossR, n.lossM + float64(n.P.Config.Loss.ReconWeight(n.P.Geo.Pixels))*n.lossR
+	return n.lossM, n.lossR, n.lossM + float64(n.reconWeight)*n.lossR
 }
 
 // Plan is this replica's memory plan (parameters excluded: they are shared).
@@ -475,11 +481,11 @@ func (n *Net) schedule() {
 		n.margin = append(n.margin, graph.Step{Name: name, Run: run, Reads: reads, Writes: writes})
 	}
 	for _, L := range n.convs {
-		f("conv "+L.cfg.Name, func() error {
+		f("conv "+L.Name, func() error {
 			if err := kernels.ConvForward(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data()); err != nil {
 				return err
 			}
-			if L.cfg.ReLU {
+			if L.ReLU {
 				return kernels.ReLU(L.y.Data(), L.y.Data())
 			}
 			return nil
@@ -488,9 +494,9 @@ func (n *Net) schedule() {
 	lastY := n.convs[len(n.convs)-1].y
 	f("primary capsules", n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))
 	for _, L := range n.caps {
-		f("votes "+L.Cfg.Name, func() error { return kernels.VotesForward(L.Votes, L.Uhat.Data(), L.W.Buf.Data(), L.U.Data()) },
+		f("votes "+L.Name, func() error { return kernels.VotesForward(L.Votes, L.Uhat.Data(), L.W.Buf.Data(), L.U.Data()) },
 			bufs(L.W.Buf, L.U), bufs(L.Uhat))
-		f("routing "+L.Cfg.Name, func() error {
+		f("routing "+L.Name, func() error {
 			return kernels.RoutingForward(L.Route, L.V.Data(), L.C.Data(), L.Uhat.Data(), L.Prior.Buf.Data(), L.work.Data())
 		}, bufs(L.Uhat, L.Prior.Buf), bufs(L.V, L.C, L.work))
 	}
@@ -521,9 +527,9 @@ func (n *Net) schedule() {
 			}
 			return kernels.RoutingBackward(L.Route, L.DUhat.Data(), dpr, L.DV.Data(), L.Uhat.Data(), L.Prior.Buf.Data(), L.work.Data())
 		}
-		b("routing "+L.Cfg.Name, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
-		m("routing "+L.Cfg.Name, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
-		b("votes "+L.Cfg.Name, func() error {
+		b("routing "+L.Name, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
+		m("routing "+L.Name, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
+		b("votes "+L.Name, func() error {
 			return kernels.VotesBackward(L.Votes, L.DW.Data(), L.DU.Data(), L.W.Buf.Data(), L.U.Data(), L.DUhat.Data())
 		}, bufs(L.W.Buf, L.U, L.DUhat), bufs(L.DW, L.DU))
 		// The margin-only pass stops at the first capsule layer's votes: it
@@ -532,16 +538,16 @@ func (n *Net) schedule() {
 		if i == 0 {
 			du = nil
 		}
-		m("votes "+L.Cfg.Name, func() error {
+		m("votes "+L.Name, func() error {
 			return kernels.VotesBackward(L.Votes, L.DW.Data(), du.Data(), L.W.Buf.Data(), L.U.Data(), L.DUhat.Data())
 		}, bufs(L.W.Buf, L.U, L.DUhat), bufs(L.DW, du))
 	}
 	b("primary capsules", n.primaryBackward, bufs(n.prim.s, n.prim.dv), bufs(n.prim.ds, n.convs[len(n.convs)-1].dy))
 	for i := len(n.convs) - 1; i >= 0; i-- {
 		L := n.convs[i]
-		b("conv "+L.cfg.Name, func() error {
+		b("conv "+L.Name, func() error {
 			work := L.bwork.Data()
-			if L.cfg.ReLU {
+			if L.ReLU {
 				if err := kernels.ReLUBackward(L.y.Data(), L.dy.Data(), L.dy.Data()); err != nil {
 					return err
 				}
@@ -561,25 +567,21 @@ func (n *Net) schedule() {
 // them component-major: s[b, l, m·HW + pos] = y[b, m·d + l, pos], then
 // squashes every capsule.
 func (n *Net) primaryForward() error {
-	P := &n.prim
-	if err := kernels.PrimaryCapsules(n.Batch, P.maps, P.d, P.hw, n.convs[len(n.convs)-1].y.Data(), P.s.Data()); err != nil {
-		return err
-	}
-	return kernels.SquashForward(P.kind, n.Batch, P.d, P.maps*P.hw, P.s.Data(), P.v.Data())
+	return n.prim.Forward(n.Batch, n.convs[len(n.convs)-1].y.Data(), n.prim.s.Data(), n.prim.v.Data())
 }
 
 func (n *Net) primaryBackward() error {
 	P := &n.prim
-	N := P.maps * P.hw
-	if err := kernels.SquashBackward(P.kind, n.Batch, P.d, N, P.s.Data(), P.dv.Data(), P.ds.Data()); err != nil {
+	N := P.N
+	if err := kernels.SquashBackward(P.Squash, n.Batch, P.D, N, P.s.Data(), P.dv.Data(), P.ds.Data()); err != nil {
 		return err
 	}
 	dy := n.convs[len(n.convs)-1].dy.Data()
 	ds := P.ds.Data()
 	for bi := 0; bi < n.Batch; bi++ {
-		for m := 0; m < P.maps; m++ {
-			for l := 0; l < P.d; l++ {
-				copy(dy[((bi*P.maps+m)*P.d+l)*P.hw:][:P.hw], ds[(bi*P.d+l)*N+m*P.hw:][:P.hw])
+		for m := 0; m < P.Maps; m++ {
+			for l := 0; l < P.D; l++ {
+				copy(dy[((bi*P.Maps+m)*P.D+l)*P.HW:][:P.HW], ds[(bi*P.D+l)*N+m*P.HW:][:P.HW])
 			}
 		}
 	}
@@ -589,11 +591,9 @@ func (n *Net) primaryBackward() error {
 // headForward computes the output norms, predictions, the margin loss and
 // the decoder input masked by the label (or the prediction).
 func (n *Net) headForward() error {
-	cfg := n.P.Config
 	top := n.caps[len(n.caps)-1]
-	classes, d := cfg.Classes, top.Cfg.Dim
-	mp := kernels.MarginParams{MPlus: cfg.Loss.MPlus, MMinus: cfg.Loss.MMinus, Lambda: cfg.Loss.Lambda, Eps: kernels.SquashEps}
-	lm, err := kernels.MarginLoss(mp, n.Batch, d, classes, top.V.Data(), n.labels, n.norms.Data(), nil)
+	classes, d := top.Route.NOut, top.Route.D
+	lm, err := kernels.MarginLoss(n.marginParams, n.Batch, d, classes, top.V.Data(), n.labels, n.norms.Data(), nil)
 	if err != nil {
 		return err
 	}
@@ -618,10 +618,8 @@ func (n *Net) maskLabels() []int {
 // layer's DV (the seed of BackwardMargin, and the first half of
 // headBackward).
 func (n *Net) marginBackward() error {
-	cfg := n.P.Config
 	top := n.caps[len(n.caps)-1]
-	mp := kernels.MarginParams{MPlus: cfg.Loss.MPlus, MMinus: cfg.Loss.MMinus, Lambda: cfg.Loss.Lambda, Eps: kernels.SquashEps}
-	_, err := kernels.MarginLoss(mp, n.Batch, top.Cfg.Dim, cfg.Classes, top.V.Data(), n.labels, nil, top.DV.Data())
+	_, err := kernels.MarginLoss(n.marginParams, n.Batch, top.Route.D, top.Route.NOut, top.V.Data(), n.labels, nil, top.DV.Data())
 	return err
 }
 
@@ -632,7 +630,7 @@ func (n *Net) headBackward() error {
 		return err
 	}
 	top := n.caps[len(n.caps)-1]
-	classes, d := n.P.Config.Classes, top.Cfg.Dim
+	classes, d := top.Route.NOut, top.Route.D
 	dvDec := n.dvDec.Data()
 	if err := kernels.MaskCapsulesBackward(n.Batch, d, classes, n.dDecIn.Data(), n.maskLabels(), dvDec); err != nil {
 		return err
@@ -645,7 +643,7 @@ func (n *Net) headBackward() error {
 }
 
 func (L *fcLayer) forward() error {
-	B := L.x.Len() / L.in
+	B := L.batch
 	y := L.y.Data()
 	if err := kernels.SgemmWork(false, true, B, L.out, L.in, 1, L.x.Data(), L.in, L.w.Buf.Data(), L.in, 0, y, L.out, L.work.Data()); err != nil {
 		return err
@@ -653,17 +651,17 @@ func (L *fcLayer) forward() error {
 	if err := kernels.BiasAddCols(B, L.out, y, L.b.Buf.Data()); err != nil {
 		return err
 	}
-	if L.act == "sigmoid" {
+	if L.act == ActSigmoid {
 		return kernels.Sigmoid(y, y)
 	}
 	return kernels.ReLU(y, y)
 }
 
 func (L *fcLayer) backward() error {
-	B := L.x.Len() / L.in
+	B := L.batch
 	dy, y := L.dy.Data(), L.y.Data()
 	var err error
-	if L.act == "sigmoid" {
+	if L.act == ActSigmoid {
 		err = kernels.SigmoidBackward(y, dy, dy)
 	} else {
 		err = kernels.ReLUBackward(y, dy, dy)
@@ -689,6 +687,6 @@ func (n *Net) reconForward() error {
 
 // reconBackward seeds the decoder's gradient: d(α·L_r)/d recon.
 func (n *Net) reconBackward() error {
-	_, err := kernels.ReconLoss(n.P.Config.Loss.ReconWeight(n.P.Geo.Pixels), n.Batch, n.P.Geo.Pixels, n.recon.Data(), n.x.Data(), n.dec[len(n.dec)-1].dy.Data())
+	_, err := kernels.ReconLoss(n.reconWeight, n.Batch, n.P.Geo.Pixels, n.recon.Data(), n.x.Data(), n.dec[len(n.dec)-1].dy.Data())
 	return err
 }

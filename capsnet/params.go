@@ -2,6 +2,7 @@ package capsnet
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
@@ -30,6 +31,7 @@ type Param struct {
 	// votes matrix, ...).
 	Role ParamRole
 	kind paramKind
+	init ParamInit
 }
 
 // ParamRole says what a parameter is in the model.
@@ -61,56 +63,109 @@ func (r ParamRole) kind() paramKind {
 }
 
 // ParamSpec is one parameter as a config declares it, before anything is
-// allocated: its PyTorch name and shape, its role and the index of its
-// layer within its kind (Convs, Caps or the decoder's layers).
+// allocated: its PyTorch name and shape, its role, the index of its layer
+// within its kind (Convs, Caps or the decoder's layers), whether it is
+// trained and how Params.Init draws it.
 type ParamSpec struct {
 	Name       string
 	TorchShape []int
 	Role       ParamRole
 	Layer      int
+	// Trainable is Param.Trainable.
+	Trainable bool
+	// Init is the parameter's initialisation.
+	Init ParamInit
+}
+
+// InitKind is the distribution of a parameter's initial values.
+type InitKind int
+
+const (
+	// InitUniform draws uniformly in ±Scale.
+	InitUniform InitKind = iota
+	// InitNormal draws a normal of standard deviation Scale.
+	InitNormal
+	// InitTruncNormal draws a standard normal cut at ±2, times Scale.
+	InitTruncNormal
+	// InitZero fills zeros (no draw).
+	InitZero
+)
+
+// ParamInit is how Params.Init draws one parameter.
+type ParamInit struct {
+	Kind  InitKind
+	Scale float64
 }
 
 // ParamSpecs returns the parameters NewParams declares for the config, in
-// the order of Params.List, computed from the checked Geometry without
+// the order of Params.List, computed from the checked Layout without
 // allocating them: a reader checks a file's tensors against them before
 // reading its data.
 func (c Config) ParamSpecs() ([]ParamSpec, error) {
-	geo, err := c.Geometry()
+	l, err := c.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	return c.paramSpecs(geo)
+	return l.Params, nil
 }
 
-func (c Config) paramSpecs(geo Geometry) ([]ParamSpec, error) {
+// paramSpecs declares the layout's parameters: each convolution's weight
+// and bias, each capsule layer's votes matrix and prior, each decoder
+// layer's weight and bias.
+func (l *Layout) paramSpecs() []ParamSpec {
 	var specs []ParamSpec
-	add := func(name string, role ParamRole, layer int, torch ...int) {
-		specs = append(specs, ParamSpec{Name: name, TorchShape: torch, Role: role, Layer: layer})
+	add := func(name string, role ParamRole, layer int, init ParamInit, torch ...int) {
+		specs = append(specs, ParamSpec{Name: name, TorchShape: torch, Role: role, Layer: layer, Trainable: true, Init: init})
 	}
-	for k, cv := range c.Convs {
-		in := geo.ConvIn[k][0]
-		if cv.Depthwise {
-			in = 1
-		}
-		add(cv.Name+".weight", RoleConvWeight, k, cv.Out, in, geo.Kernel[k], geo.Kernel[k])
-		add(cv.Name+".bias", RoleConvBias, k, cv.Out)
+	for k, cv := range l.Convs {
+		sh := cv.Shape
+		in := sh.InC / sh.Groups
+		u := fanInUniform(in, sh.KH, sh.KW)
+		add(cv.Name+".weight", RoleConvWeight, k, u, sh.OutC, in, sh.KH, sh.KW)
+		add(cv.Name+".bias", RoleConvBias, k, u, sh.OutC)
 	}
-	for l, cc := range c.Caps {
-		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
-		add(cc.Name+".W", RoleVotes, l, cc.Out, nIn, cc.Dim, dIn)
-		add(cc.Name+".b", RolePrior, l, nIn, cc.Out)
+	for i, cl := range l.Caps {
+		add(cl.Name+".W", RoleVotes, i, votesInit(l.Config.Caps[i], cl), cl.Out, cl.NIn, cl.Dim, cl.DIn)
+		// The reference model always has NAME.b (n_in, n_out); only a
+		// learned prior of a kind that reads one is trained.
+		add(cl.Name+".b", RolePrior, i, ParamInit{Kind: InitZero}, cl.NIn, cl.Out)
+		specs[len(specs)-1].Trainable = cl.TrainPrior
 	}
-	if len(c.Caps) == 0 {
-		return nil, fmt.Errorf("model %s: no capsule layer", c.Name)
+	for i, fc := range l.Decoder {
+		u := fanInUniform(fc.In)
+		add(fc.Name+".weight", RoleFCWeight, i, u, fc.Out, fc.In)
+		add(fc.Name+".bias", RoleFCBias, i, u, fc.Out)
 	}
-	in := c.Classes * c.Caps[len(c.Caps)-1].Dim
-	sizes := append(append([]int(nil), c.Decoder...), geo.Pixels)
-	for i, out := range sizes {
-		add(fmt.Sprintf("dec.fc%d.weight", i+1), RoleFCWeight, i, out, in)
-		add(fmt.Sprintf("dec.fc%d.bias", i+1), RoleFCBias, i, out)
-		in = out
+	return specs
+}
+
+// fanInUniform is PyTorch's initialisation of conv and linear weights and
+// biases: uniform in ±1/sqrt(fan_in), fan_in the product of the weight's
+// dimensions after the first.
+func fanInUniform(dims ...int) ParamInit {
+	fanIn := 1
+	for _, d := range dims {
+		fanIn *= d
 	}
-	return specs, nil
+	return ParamInit{Kind: InitUniform, Scale: 1 / math.Sqrt(float64(fanIn))}
+}
+
+// votesInit is the initialisation of a votes matrix of PyTorch shape
+// (n_out, n_in, d_out, d_in) as cc.Init says (see CapsConfig.Init).
+func votesInit(cc CapsConfig, cl CapsLayer) ParamInit {
+	nOut, nIn, dOut, dIn := float64(cl.Out), float64(cl.NIn), float64(cl.Dim), float64(cl.DIn)
+	fanIn, fanOut := dIn*nOut*nIn, dOut*nOut*nIn // Keras' rule for a 4-D (n_out, n_in, d_in, d_out) weight
+	switch cc.Init {
+	case "he_normal":
+		return ParamInit{Kind: InitTruncNormal, Scale: math.Sqrt(2/fanIn) / 0.87962566103423978}
+	case "glorot_uniform":
+		return ParamInit{Kind: InitUniform, Scale: math.Sqrt(6 / (fanIn + fanOut))}
+	}
+	sd := cc.InitStd
+	if sd == 0 {
+		sd = DefaultInitStd
+	}
+	return ParamInit{Kind: InitNormal, Scale: sd}
 }
 
 // Params holds every parameter of a model in one arena, shared read-only by
@@ -118,6 +173,8 @@ func (c Config) paramSpecs(geo Geometry) ([]ParamSpec, error) {
 type Params struct {
 	Config Config
 	Geo    Geometry
+	// Layout is the resolved config every compiler walks.
+	Layout *Layout
 	Arena  *graph.Arena
 	List   []*Param
 	byName map[string]*Param
@@ -127,33 +184,30 @@ type Params struct {
 // config whose parameters need more than the memory limit of one model
 // (ModelMemoryLimit, MaxModelBytes) is refused before anything is
 // allocated, with an error naming the limit and how to raise it.
-func NewParams(cfg Config) (*Params, error) { return newParams(cfg, false) }
-
-// newParams declares the parameters of cfg; planOnly plans their arena
-// without allocating it (and without the memory limit): see TrainingPlan.
-func newParams(cfg Config, planOnly bool) (*Params, error) {
-	geo, err := cfg.Geometry()
+func NewParams(cfg Config) (*Params, error) {
+	l, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
 	}
+	return l.NewParams()
+}
+
+// NewParams declares the layout's parameters, as the package function
+// NewParams.
+func (l *Layout) NewParams() (*Params, error) { return l.newParams(false) }
+
+// newParams declares the layout's parameters; planOnly plans their arena
+// without allocating it (and without the memory limit): see TrainingPlan.
+func (l *Layout) newParams(planOnly bool) (*Params, error) {
+	cfg := l.Config
 	if !planOnly {
-		if err := cfg.checkParamMemory(); err != nil {
+		if err := l.checkParamMemory(); err != nil {
 			return nil, err
 		}
 	}
-	specs, err := cfg.paramSpecs(geo)
-	if err != nil {
-		return nil, err
-	}
-	p := &Params{Config: cfg, Geo: geo, Arena: graph.NewArena(), byName: map[string]*Param{}}
-	for _, sp := range specs {
-		q := &Param{Name: sp.Name, TorchShape: sp.TorchShape, Role: sp.Role, kind: sp.Role.kind(), Trainable: true}
-		if sp.Role == RolePrior {
-			// The reference model always has NAME.b (n_in, n_out); only a
-			// learned prior under rba routing is trained.
-			cc := cfg.Caps[sp.Layer]
-			q.Trainable = cc.LearnPrior && cc.Routing == "rba"
-		}
+	p := &Params{Config: cfg, Geo: l.Geo, Layout: l, Arena: graph.NewArena(), byName: map[string]*Param{}}
+	for _, sp := range l.Params {
+		q := &Param{Name: sp.Name, TorchShape: sp.TorchShape, Role: sp.Role, kind: sp.Role.kind(), Trainable: sp.Trainable, init: sp.Init}
 		q.Buf = p.Arena.Alloc(sp.Name, graph.Param, sp.TorchShape...)
 		p.List = append(p.List, q)
 		p.byName[sp.Name] = q
@@ -227,24 +281,14 @@ func mustConvert(err error) {
 	}
 }
 
-func parseSquash(s string) (kernels.Squash, error) {
-	switch s {
-	case "mazzia":
-		return kernels.SquashMazzia, nil
-	case "sabour":
-		return kernels.SquashSabour, nil
-	}
-	return 0, fmt.Errorf("%q is not a squash kind (mazzia or sabour)", s)
-}
-
-// checkParamMemory refuses a config whose parameters alone need more than
+// checkParamMemory refuses a layout whose parameters alone need more than
 // the memory limit of one model (ModelMemoryLimit).
-func (c Config) checkParamMemory() error {
-	count, err := c.ParamCount()
+func (l *Layout) checkParamMemory() error {
+	count, err := l.ParamCount()
 	if err != nil {
 		return err
 	}
-	return checkBytes(c.Name, "parameters", 4*count)
+	return checkBytes(l.Config.Name, "parameters", 4*count)
 }
 
 // checkBytes refuses what of a model needing more than the memory limit

@@ -19,7 +19,16 @@ func stopAtPlan(int64) error { return errPlanned }
 // one model (ModelMemoryLimit), so that a machine can size jobs for
 // larger ones (tools/sweep's Slurm and Kubernetes jobs).
 func TrainingPlan(cfg Config, batch int, inference bool) (params, net graph.Plan, err error) {
-	p, err := newParams(cfg, true)
+	l, err := cfg.Resolve()
+	if err != nil {
+		return graph.Plan{}, graph.Plan{}, err
+	}
+	return l.TrainingPlan(batch, inference)
+}
+
+// TrainingPlan is the package's TrainingPlan of the layout.
+func (l *Layout) TrainingPlan(batch int, inference bool) (params, net graph.Plan, err error) {
+	p, err := l.newParams(true)
 	if err != nil {
 		return graph.Plan{}, graph.Plan{}, err
 	}

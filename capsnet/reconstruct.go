@@ -32,7 +32,7 @@ func (n *Net) Reconstruct(b int, caps []float32) ([]float32, error) {
 		return nil, fmt.Errorf("capsnet: Reconstruct: sample %d of a batch of %d", b, n.Batch)
 	}
 	top := n.caps[len(n.caps)-1]
-	classes, d := n.P.Config.Classes, top.Cfg.Dim
+	classes, d := n.P.Config.Classes, top.Route.D
 	if len(caps) != d {
 		return nil, fmt.Errorf("capsnet: Reconstruct: a capsule of %d values, the output capsules have %d", len(caps), d)
 	}

@@ -2,11 +2,42 @@ package kernels
 
 import "fmt"
 
+// RoutingKind selects the routing algorithm of RoutingForward and
+// RoutingBackward. The zero value is routing by agreement.
+type RoutingKind int
+
+const (
+	// RoutingRBA is routing by agreement (spec §3): Iters iterations of
+	// softmax couplings from the prior and the agreement updates.
+	RoutingRBA RoutingKind = iota
+	// RoutingUniform is the paper's uniform-routing baseline: couplings
+	// 1/NOut, one pass, no logits and no prior.
+	RoutingUniform
+	// NumRoutingKinds is the number of routing kinds: every kind k has
+	// 0 <= k < NumRoutingKinds.
+	NumRoutingKinds
+)
+
+// String names the routing kind ("rba", "uniform").
+func (k RoutingKind) String() string {
+	switch k {
+	case RoutingRBA:
+		return "rba"
+	case RoutingUniform:
+		return "uniform"
+	}
+	return fmt.Sprintf("RoutingKind(%d)", int(k))
+}
+
+// Iterative reports whether the kind runs Iters iterations (and so uses
+// its logits and prior); a non-iterative kind makes one pass.
+func (k RoutingKind) Iterative() bool { return k == RoutingRBA }
+
 // RoutingShape describes routing by agreement (spec §3) between NIn input
 // capsules and NOut output capsules of dimension D, for Batch samples.
-// Iters is the number of iterations r (>= 1; ignored when Uniform). Squash
-// selects the non-linearity. Uniform selects the paper's uniform-routing
-// baseline: couplings 1/NOut, one pass, no logits and no prior.
+// Kind selects the algorithm (RoutingRBA, or the baseline RoutingUniform); Iters is the number of iterations r (>= 1;
+// ignored by a kind that is not Iterative). Squash selects the
+// non-linearity.
 //
 // Internal layouts (see docs/kernels.md, "Tensor layouts"), all row-major:
 //
@@ -18,14 +49,17 @@ import "fmt"
 type RoutingShape struct {
 	Batch, NIn, NOut, D, Iters int
 	Squash                     Squash
-	Uniform                    bool
+	Kind                       RoutingKind
 }
 
 func (sh RoutingShape) check() error {
 	if sh.Batch < 0 || sh.NIn < 1 || sh.NOut < 1 || sh.D < 1 {
 		return fmt.Errorf("bad shape %+v: Batch must be >= 0 and NIn, NOut, D >= 1", sh)
 	}
-	if !sh.Uniform && sh.Iters < 1 {
+	if sh.Kind < 0 || sh.Kind >= NumRoutingKinds {
+		return fmt.Errorf("bad shape %+v: unknown routing kind %v", sh, sh.Kind)
+	}
+	if sh.Kind.Iterative() && sh.Iters < 1 {
 		return fmt.Errorf("bad shape %+v: Iters must be >= 1", sh)
 	}
 	if sh.Squash != SquashMazzia && sh.Squash != SquashSabour {
@@ -38,9 +72,10 @@ func (sh RoutingShape) check() error {
 	return nil
 }
 
-// iters is the number of passes the forward makes: 1 for uniform routing.
+// iters is the number of passes the forward makes: 1 for a kind that is
+// not Iterative.
 func (sh RoutingShape) iters() int {
-	if sh.Uniform {
+	if !sh.Kind.Iterative() {
 		return 1
 	}
 	return sh.Iters
@@ -62,7 +97,7 @@ func (sh RoutingShape) scratchSize() int { return 3*sh.NOut*sh.NIn + 3*sh.D*sh.N
 // fills and RoutingBackward reads: per sample and per iteration, the
 // couplings c_t and the squash input s_t and output v_t, followed by scratch
 // space both passes use. It is Batch·r·(NOut·NIn + 2·D·NOut) +
-// 3·NOut·NIn + 3·D·NOut + 1 with r = Iters (1 when Uniform), or 0 for an
+// 3·NOut·NIn + 3·D·NOut + 1 with r = Iters (1 for a kind that is not Iterative), or 0 for an
 // invalid shape.
 func (sh RoutingShape) WorkSize() int {
 	if sh.check() != nil {
@@ -136,7 +171,7 @@ func (sh RoutingShape) checkArgs(fn, vName string, v, c, uhat, prior, work []flo
 //
 // v (Batch, D, NOut) receives the output capsules and c (Batch, NOut, NIn)
 // the couplings of the last iteration, the layer's parse-tree edges (c may
-// be nil). With sh.Uniform, c = 1/NOut and there is one pass; prior is then
+// be nil). With RoutingUniform, c = 1/NOut and there is one pass; prior is then
 // ignored. work (at least sh.WorkSize() floats) receives what
 // RoutingBackward needs and must be kept unchanged until it runs.
 //
@@ -193,12 +228,13 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 				lb := logits[nOut*i0:][:nOut*n]
 				cb := ct[nOut*i0:][:nOut*n]
 				ui := ub[i0:]
-				if sh.Uniform {
+				switch sh.Kind {
+				case RoutingUniform:
 					fill := 1 / float32(nOut)
 					for x := range cb {
 						cb[x] = fill
 					}
-				} else {
+				case RoutingRBA:
 					if t == 0 {
 						switch {
 						case prior == nil:
@@ -241,7 +277,7 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 // duhat = ∂L/∂uhat (Batch, NOut, D, NIn), overwritten, including the paths
 // through the agreement updates, and accumulates dprior += ∂L/∂prior
 // (NOut, NIn) summed over the batch. dprior may be nil when the prior is not
-// learned; with sh.Uniform it is left unchanged (the prior does not enter).
+// learned; with RoutingUniform it is left unchanged (the prior does not enter).
 // The gradient through a nil prior is that of a zero prior.
 //
 // sh, uhat and prior must be those of the RoutingForward call that filled
@@ -278,96 +314,131 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 	if bs == 0 {
 		return nil
 	}
-	o := cur
-	r := sh.iters()
-	nc, ns := nOut*nIn, d*nOut
-	rec := r * sh.iterSize()
-	scr := work[bs*rec:]
-	gL := scr[:nc]             // ∂L/∂logits, blocked like the couplings
-	dc := scr[nc:][:nc]        // ∂L/∂c_t, blocked
-	dl := scr[2*nc:][:nc]      // softmax gradient of one iteration, blocked
-	gv := scr[3*nc:][:ns]      // ∂L/∂v_t component-major (D, NOut)
-	gvp := gv[ns:][:ns]        // ∂L/∂v_{t-1} component-major
-	gs := gvp[ns:][:ns]        // ∂L/∂s_t component-major
-	one := scr[3*nc+3*ns:][:1] // the constant 1, for ger as an axpy
-	one[0] = 1
-	block := d * nIn
-	nb := routingChunk(sh)
+	rec := sh.iters() * sh.iterSize()
+	bw := routingBwd{sh: sh, o: cur, nb: routingChunk(sh), dprior: dprior}
+	bw.scratch(work[bs*rec:])
+	block := nOut * d * nIn
 	for b := 0; b < bs; b++ {
-		ub := uhat[b*nOut*block:][:nOut*block]
-		db := duhat[b*nOut*block:][:nOut*block]
-		w := work[b*rec:][:rec]
-		// The first pass (t = r−1) overwrites dÛ when it has the rank-2
-		// update (ger2GroupsSet covers every element); otherwise clear it.
-		setFirst := !sh.Uniform && r > 1
-		if !setFirst {
-			clear(db)
-		}
-		copy(gv, dv[b*ns:][:ns])
-		for t := r - 1; t >= 0; t-- {
-			// gv holds ∂L/∂v_t.
-			it := w[t*sh.iterSize():]
-			ct := it[:nc]
-			st := it[nc:][:ns]
-			o.squashGrad(sh.Squash, d, nOut, st, gv, gs)
-			var vp []float32 // v_{t-1} component-major
-			if t > 0 {
-				vp = w[(t-1)*sh.iterSize()+nc+ns:][:ns]
-				clear(gvp)
-			}
-			// One pass over Û and dÛ per iteration: for each block of input
-			// capsules, the gradient of s_t = Σ_i c_t·û (into û and c_t),
-			// the softmax gradient into the logits, and the agreement update
-			// that produced those logits from the previous iteration's v
-			// (into û and v_{t-1}), or the prior for t = 0. Each step is one
-			// grouped call over all output capsules j, reading and writing
-			// the component-major capsules in place.
-			for i0 := 0; i0 < nIn; i0 += nb {
-				n := min(nb, nIn-i0)
-				cb := ct[nOut*i0:][:nOut*n]
-				ui, di := ub[i0:], db[i0:]
-				if sh.Uniform {
-					// dÛ_j += gs[:,j] ⊗ c_t[j,:]
-					o.gerGroups(nOut, d, n, gs, 1, nOut, cb, n, di, nIn)
-					continue
-				}
-				dcb := dc[nOut*i0:][:nOut*n]
-				gLb := gL[nOut*i0:][:nOut*n]
-				clear(dcb)
-				// dc[j,:] = Û_jᵀ·gs[:,j]
-				o.gemvTGroups(nOut, d, n, ui, nIn, gs, 1, nOut, dcb, n)
-				if t == r-1 {
-					o.softmaxColsGrad(nOut, n, cb, dcb, gLb)
-				} else {
-					dlb := dl[nOut*i0:][:nOut*n]
-					o.softmaxColsGrad(nOut, n, cb, dcb, dlb)
-					o.ger(1, nOut*n, one, dlb, gLb, nOut*n) // gL += dl
-				}
-				if t > 0 {
-					// gv_{t-1}[:,j] += Û_j·gL[j,:], and in one pass over dÛ
-					// dÛ_j += gs[:,j] ⊗ c_t[j,:] + v_{t-1}[:,j] ⊗ gL[j,:]
-					o.gemvNGroups(nOut, d, n, ui, nIn, gLb, n, gvp, 1, nOut)
-					if setFirst && t == r-1 {
-						o.ger2GroupsSet(nOut, d, n, gs, vp, 1, nOut, cb, gLb, n, di, nIn)
-					} else {
-						o.ger2Groups(nOut, d, n, gs, vp, 1, nOut, cb, gLb, n, di, nIn)
-					}
-					continue
-				}
-				// dÛ_j += gs[:,j] ⊗ c_t[j,:]
-				o.gerGroups(nOut, d, n, gs, 1, nOut, cb, n, di, nIn)
-				if dprior != nil {
-					if n == nIn {
-						o.ger(1, nc, one, gLb, dprior, nc) // dprior += gL
-					} else {
-						for j := 0; j < nOut; j++ {
-							o.ger(1, n, one, gLb[j*n:][:n], dprior[j*nIn+i0:][:n], n) // dprior += gL
-						}
-					}
-				}
-			}
-			gv, gvp = gvp, gv
-		}
+		bw.sample(duhat[b*block:][:block], uhat[b*block:][:block], work[b*rec:][:rec], dv[b*d*nOut:][:d*nOut])
 	}
 	return nil
+}
+
+// routingBwd is the state of one RoutingBackward call: the shape, the
+// kernels, the block size and the scratch views shared by its samples.
+type routingBwd struct {
+	sh     RoutingShape
+	o      *ops
+	nb     int
+	dprior []float32
+	// gL is ∂L/∂logits and dc ∂L/∂c_t, blocked like the couplings; dl the
+	// softmax gradient of one iteration, blocked; gv ∂L/∂v_t, gvp
+	// ∂L/∂v_{t-1} and gs ∂L/∂s_t, component-major (D, NOut); one the
+	// constant 1, for ger as an axpy.
+	gL, dc, dl, gv, gvp, gs, one []float32
+}
+
+// scratch lays out the scratch views in scr (the work buffer's tail).
+func (bw *routingBwd) scratch(scr []float32) {
+	nc, ns := bw.sh.NOut*bw.sh.NIn, bw.sh.D*bw.sh.NOut
+	bw.gL = scr[:nc]
+	bw.dc = scr[nc:][:nc]
+	bw.dl = scr[2*nc:][:nc]
+	bw.gv = scr[3*nc:][:ns]
+	bw.gvp = bw.gv[ns:][:ns]
+	bw.gs = bw.gvp[ns:][:ns]
+	bw.one = scr[3*nc+3*ns:][:1]
+	bw.one[0] = 1
+}
+
+// sample runs the backward of one sample: db (its dÛ), ub (its Û), w (its
+// stored iterations) and dv (its ∂L/∂v).
+func (bw *routingBwd) sample(db, ub, w, dv []float32) {
+	sh, o := bw.sh, bw.o
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	r := sh.iters()
+	nc, ns := nOut*nIn, d*nOut
+	// The first pass (t = r−1) overwrites dÛ when it has the rank-2
+	// update (ger2GroupsSet covers every element); otherwise clear it.
+	setFirst := sh.Kind.Iterative() && r > 1
+	if !setFirst {
+		clear(db)
+	}
+	copy(bw.gv, dv)
+	for t := r - 1; t >= 0; t-- {
+		// gv holds ∂L/∂v_t.
+		it := w[t*sh.iterSize():]
+		ct := it[:nc]
+		st := it[nc:][:ns]
+		o.squashGrad(sh.Squash, d, nOut, st, bw.gv, bw.gs)
+		var vp []float32 // v_{t-1} component-major
+		if t > 0 {
+			vp = w[(t-1)*sh.iterSize()+nc+ns:][:ns]
+			clear(bw.gvp)
+		}
+		// One pass over Û and dÛ per iteration: for each block of input
+		// capsules, the gradient of s_t = Σ_i c_t·û (into û and c_t),
+		// the softmax gradient into the logits, and the agreement update
+		// that produced those logits from the previous iteration's v
+		// (into û and v_{t-1}), or the prior for t = 0. Each step is one
+		// grouped call over all output capsules j, reading and writing
+		// the component-major capsules in place.
+		for i0 := 0; i0 < nIn; i0 += bw.nb {
+			n := min(bw.nb, nIn-i0)
+			cb := ct[nOut*i0:][:nOut*n]
+			ui, di := ub[i0:], db[i0:]
+			switch sh.Kind {
+			case RoutingUniform:
+				// dÛ_j += gs[:,j] ⊗ c_t[j,:]
+				o.gerGroups(nOut, d, n, bw.gs, 1, nOut, cb, n, di, nIn)
+			case RoutingRBA:
+				bw.rbaBlock(t, i0, n, cb, ui, di, vp, setFirst && t == r-1)
+			}
+		}
+		bw.gv, bw.gvp = bw.gvp, bw.gv
+	}
+}
+
+// rbaBlock is one block of input capsules i0 … i0+n−1 of iteration t of
+// routing by agreement's backward: cb its couplings, ui and di its Û and
+// dÛ, vp v_{t-1} (t > 0); set makes the rank-2 update overwrite dÛ.
+func (bw *routingBwd) rbaBlock(t, i0, n int, cb, ui, di, vp []float32, set bool) {
+	sh, o := bw.sh, bw.o
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	nc := nOut * nIn
+	dcb := bw.dc[nOut*i0:][:nOut*n]
+	gLb := bw.gL[nOut*i0:][:nOut*n]
+	clear(dcb)
+	// dc[j,:] = Û_jᵀ·gs[:,j]
+	o.gemvTGroups(nOut, d, n, ui, nIn, bw.gs, 1, nOut, dcb, n)
+	if t == sh.iters()-1 {
+		o.softmaxColsGrad(nOut, n, cb, dcb, gLb)
+	} else {
+		dlb := bw.dl[nOut*i0:][:nOut*n]
+		o.softmaxColsGrad(nOut, n, cb, dcb, dlb)
+		o.ger(1, nOut*n, bw.one, dlb, gLb, nOut*n) // gL += dl
+	}
+	if t > 0 {
+		// gv_{t-1}[:,j] += Û_j·gL[j,:], and in one pass over dÛ
+		// dÛ_j += gs[:,j] ⊗ c_t[j,:] + v_{t-1}[:,j] ⊗ gL[j,:]
+		o.gemvNGroups(nOut, d, n, ui, nIn, gLb, n, bw.gvp, 1, nOut)
+		if set {
+			o.ger2GroupsSet(nOut, d, n, bw.gs, vp, 1, nOut, cb, gLb, n, di, nIn)
+		} else {
+			o.ger2Groups(nOut, d, n, bw.gs, vp, 1, nOut, cb, gLb, n, di, nIn)
+		}
+		return
+	}
+	// dÛ_j += gs[:,j] ⊗ c_t[j,:]
+	o.gerGroups(nOut, d, n, bw.gs, 1, nOut, cb, n, di, nIn)
+	if bw.dprior == nil {
+		return
+	}
+	if n == nIn {
+		o.ger(1, nc, bw.one, gLb, bw.dprior, nc) // dprior += gL
+		return
+	}
+	for j := 0; j < nOut; j++ {
+		o.ger(1, n, bw.one, gLb[j*n:][:n], bw.dprior[j*nIn+i0:][:n], n) // dprior += gL
+	}
 }

@@ -54,12 +54,12 @@ func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) rout
 	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
 	U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
 	r := sh.Iters
-	if sh.Uniform {
+	if sh.Kind == RoutingUniform {
 		r = 1
 	}
 	var tr routingTrace[T]
 	logits := capsMat[T](nOut, nIn)
-	if prior != nil && !sh.Uniform {
+	if prior != nil && sh.Kind != RoutingUniform {
 		for j := range nOut {
 			for i := range nIn {
 				logits[j][i] = prior[j*nIn+i]
@@ -69,7 +69,7 @@ func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) rout
 	for t := 0; t < r; t++ {
 		c := capsMat[T](nOut, nIn)
 		for i := 0; i < nIn; i++ {
-			if sh.Uniform {
+			if sh.Kind == RoutingUniform {
 				for j := range nOut {
 					c[j][i] = 1 / T(nOut)
 				}
@@ -201,7 +201,7 @@ func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, p
 					}
 				}
 			}
-			if sh.Uniform {
+			if sh.Kind == RoutingUniform {
 				continue
 			}
 			// c[:,i] = softmax(logits[:,i]): dlogits = c ⊙ (dc − <c, dc>)
@@ -215,7 +215,7 @@ func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, p
 				}
 			}
 		}
-		if dprior != nil && !sh.Uniform {
+		if dprior != nil && sh.Kind != RoutingUniform {
 			for j := range nOut {
 				for i := range nIn {
 					dprior[j*nIn+i] += gL[j][i]
@@ -244,7 +244,7 @@ func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, p
 // magnitude more, see TestCapsCompareCanFail.
 func capsRoutingTol(sh RoutingShape, want []float64, cond float64) func(int) float64 {
 	r := sh.Iters
-	if sh.Uniform {
+	if sh.Kind == RoutingUniform {
 		r = 1
 	}
 	k := float64(r * (sh.NIn + sh.D + sh.NOut))
@@ -369,7 +369,7 @@ func TestRoutingVsRef(t *testing.T) {
 						continue
 					}
 					sh := RoutingShape{Batch: 1 + rng.Intn(3), NIn: nIn, NOut: nOut, D: d,
-						Iters: iters[rng.Intn(len(iters))], Squash: Squash(rng.Intn(2)), Uniform: rng.Intn(4) == 0}
+						Iters: iters[rng.Intn(len(iters))], Squash: Squash(rng.Intn(2)), Kind: routingKindOf(rng.Intn(4) == 0)}
 					in := capsRoutingInputsFor(rng, sh, rng.Intn(2) == 0, rng.Intn(2) == 0)
 					routingWholeBytes, routingBlockBytes = 1<<20, 256<<10
 					if rng.Intn(4) < 1+2*(nIn/100) { // NIn = 100: 3 cases in 4
@@ -425,7 +425,7 @@ func TestCapsCompareCanFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	uni := in
-	uni.sh.Uniform = true // gradient of s through uhat only, c uniform: wrong for RBA
+	uni.sh.Kind = RoutingUniform // gradient of s through uhat only, c uniform: wrong for RBA
 	_, _, partial, _ := capsRoutingWant(uni)
 	if _, err := capsCompare("duhat", gdu, partial, capsRoutingTol(sh, partial, capsSquashCond(in))); err == nil {
 		t.Error("wrong duhat not detected")
@@ -464,7 +464,7 @@ func TestCapsFiniteDifferences(t *testing.T) {
 		{Batch: 2, NIn: 5, NOut: 3, D: 4, Iters: 3, Squash: SquashMazzia},
 		{Batch: 2, NIn: 7, NOut: 4, D: 3, Iters: 4, Squash: SquashSabour},
 		{Batch: 1, NIn: 3, NOut: 2, D: 5, Iters: 1, Squash: SquashMazzia},
-		{Batch: 2, NIn: 6, NOut: 3, D: 2, Iters: 2, Squash: SquashSabour, Uniform: true},
+		{Batch: 2, NIn: 6, NOut: 3, D: 2, Iters: 2, Squash: SquashSabour, Kind: RoutingUniform},
 	}
 	for _, sh := range cases {
 		vs := VotesShape{Batch: sh.Batch, NIn: sh.NIn, NOut: sh.NOut, DIn: 3, DOut: sh.D}
@@ -524,7 +524,7 @@ func TestCapsFiniteDifferences(t *testing.T) {
 		check("u", dot(du, dirU), (loss(w, step(u, dirU, 1), prior)-loss(w, step(u, dirU, -1), prior))/(2*h))
 		fdP := (loss(w, u, step(prior, dirP, 1)) - loss(w, u, step(prior, dirP, -1))) / (2 * h)
 		check("prior", dot(dprior, dirP), fdP)
-		if !sh.Uniform && sh.NOut > 1 && math.Abs(fdP) < 1e-4 {
+		if sh.Kind != RoutingUniform && sh.NOut > 1 && math.Abs(fdP) < 1e-4 {
 			t.Errorf("%+v: prior derivative %g too small for the check to mean anything", sh, fdP)
 		}
 		// û directly.
@@ -549,21 +549,14 @@ func TestCapsFiniteDifferences(t *testing.T) {
 // The chained run (each layer fed with our own previous output) is checked
 // with a tolerance 10 times larger.
 func TestCapsOracle(t *testing.T) {
-	models := []struct {
-		name    string
-		weight  string // format of the layer's parameter prefix
-		layers  int
-		iters   int
-		squash  Squash
-		uniform bool
-	}{
+	models := []oracleModel{
 		// Iteration counts and squash kinds as in MODELS of torch_capsnet.py.
-		{"tiny-deep", "caps.%d", 2, 3, SquashMazzia, false},
-		{"tiny-deep-uniform", "caps.%d", 2, 3, SquashMazzia, true},
-		{"tiny-deep3", "caps.%d", 3, 5, SquashMazzia, false},
+		{"tiny-deep", "caps.%d", 2, 3, SquashMazzia, RoutingRBA},
+		{"tiny-deep-uniform", "caps.%d", 2, 3, SquashMazzia, RoutingUniform},
+		{"tiny-deep3", "caps.%d", 3, 5, SquashMazzia, RoutingRBA},
 		// Sabour's prior is not learned, but the oracle filled digit.b with
 		// random values like every ".b" and its forward used them.
-		{"tiny-sabour", "digit", 1, 3, SquashSabour, false},
+		{"tiny-sabour", "digit", 1, 3, SquashSabour, RoutingRBA},
 	}
 	dir := filepath.Join("..", "testdata", "oracle")
 	for _, m := range models {
@@ -575,96 +568,127 @@ func TestCapsOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		get := func(ts map[string]stTensor, name string, rank int) stTensor {
-			x, ok := ts[name]
-			if !ok || len(x.Shape) != rank {
-				t.Fatalf("%s: tensor %s missing or not of rank %d", m.name, name, rank)
-			}
-			return x
-		}
 		t.Run(m.name, func(t *testing.T) {
 			forEachImpl(t, func(t *testing.T, _ string) {
 				var chained []float32 // our own output of the previous layer, (B, d, n)
 				worst, worstChain := 0.0, 0.0
 				for k := 1; k <= m.layers; k++ {
-					prefix := m.weight
-					if m.layers > 1 || m.weight != "digit" {
-						prefix = fmt.Sprintf(m.weight, k-1)
-					}
-					in := get(exp, fmt.Sprintf("trace.%d.v", k-1), 3)
-					W := get(wts, prefix+".W", 4)
-					bt := get(wts, prefix+".b", 2)
-					wantV := get(exp, fmt.Sprintf("trace.%d.v", k), 3)
-					wantC := get(exp, fmt.Sprintf("trace.%d.c", k), 3)
-					bs, nIn, dIn := in.Shape[0], in.Shape[1], in.Shape[2]
-					nOut, dOut := W.Shape[0], W.Shape[2]
-					if W.Shape[1] != nIn || W.Shape[3] != dIn || bt.Shape[0] != nIn || bt.Shape[1] != nOut ||
-						wantV.Shape[0] != bs || wantV.Shape[1] != nOut || wantV.Shape[2] != dOut {
-						t.Fatalf("%s layer %d: inconsistent shapes in %v %v %v %v", m.name, k, in.Shape, W.Shape, bt.Shape, wantV.Shape)
-					}
-					vs := VotesShape{Batch: bs, NIn: nIn, NOut: nOut, DIn: dIn, DOut: dOut}
-					rs := RoutingShape{Batch: bs, NIn: nIn, NOut: nOut, D: dOut, Iters: m.iters, Squash: m.squash, Uniform: m.uniform}
-					w := make([]float32, len(W.Data))
-					if err := VotesWeightsFromTorch(vs, w, W.Data); err != nil {
-						t.Fatal(err)
-					}
-					prior := make([]float32, nOut*nIn)
-					if err := PriorFromTorch(nIn, nOut, prior, bt.Data); err != nil {
-						t.Fatal(err)
-					}
-					u := make([]float32, len(in.Data))
-					if err := CapsFromTorch(bs, nIn, dIn, u, in.Data); err != nil {
-						t.Fatal(err)
-					}
-					run := func(u []float32) (vTorch, cTorch []float32) {
-						uhat := make([]float32, bs*nOut*dOut*nIn)
-						if err := VotesForward(vs, uhat, w, u); err != nil {
-							t.Fatal(err)
-						}
-						v := make([]float32, bs*dOut*nOut)
-						c := make([]float32, bs*nOut*nIn)
-						work := make([]float32, rs.WorkSize())
-						if err := RoutingForward(rs, v, c, uhat, prior, work); err != nil {
-							t.Fatal(err)
-						}
-						vTorch = make([]float32, len(v))
-						if err := CapsToTorch(bs, nOut, dOut, vTorch, v); err != nil {
-							t.Fatal(err)
-						}
-						cTorch = make([]float32, len(c))
-						for b := 0; b < bs; b++ {
-							if err := PriorToTorch(nIn, nOut, cTorch[b*nIn*nOut:][:nIn*nOut], c[b*nOut*nIn:][:nOut*nIn]); err != nil {
-								t.Fatal(err)
-							}
-						}
-						return vTorch, cTorch
-					}
-					cmp := func(what string, factor float64, got []float32, want []float32, floor float64) float64 {
-						w64 := caps64(want)
-						tol := factor * max(1e-5*capsMaxAbs(w64), floor)
-						r, err := capsCompare(what, got, w64, func(int) float64 { return tol })
-						if err != nil {
-							t.Errorf("%s layer %d: %v", m.name, k, err)
-						}
-						return r * tol / capsMaxAbs(w64)
-					}
-					gv, gc := run(u)
-					worst = max(worst, cmp("v", 1, gv, wantV.Data, 0), cmp("c", 1, gc, wantC.Data, 1e-5))
-					if chained == nil {
-						chained = u
-					}
-					cv, cc := run(chained)
-					worstChain = max(worstChain, cmp("chained v", 10, cv, wantV.Data, 0), cmp("chained c", 10, cc, wantC.Data, 1e-5))
-					// Our output (B, d, n) is directly the next layer's input.
-					chained = make([]float32, len(cv))
-					if err := CapsFromTorch(bs, nOut, dOut, chained, cv); err != nil {
-						t.Fatal(err)
-					}
+					var w, wc float64
+					w, wc, chained = m.checkLayer(t, k, wts, exp, chained)
+					worst, worstChain = max(worst, w), max(worstChain, wc)
 				}
 				t.Logf("%s: largest |diff|/max|want| %.2g per layer, %.2g chained", m.name, worst, worstChain)
 			})
 		})
 	}
+}
+
+// oracleModel is one model of TestCapsOracle: its name in testdata/oracle,
+// the format of its layers' parameter prefix, its capsule layer count and
+// routing settings.
+type oracleModel struct {
+	name   string
+	weight string // format of the layer's parameter prefix
+	layers int
+	iters  int
+	squash Squash
+	kind   RoutingKind
+}
+
+// oracleGet returns tensor name of ts, failing the test when it is missing
+// or not of that rank.
+func oracleGet(t *testing.T, model string, ts map[string]stTensor, name string, rank int) stTensor {
+	t.Helper()
+	x, ok := ts[name]
+	if !ok || len(x.Shape) != rank {
+		t.Fatalf("%s: tensor %s missing or not of rank %d", model, name, rank)
+	}
+	return x
+}
+
+// checkLayer compares capsule layer k (1-based) of the model with the
+// oracle, on the oracle's input and on chained (our output of the previous
+// layer; nil for the first layer). It returns the largest relative
+// differences on both inputs and our output of this layer, for the next.
+func (m oracleModel) checkLayer(t *testing.T, k int, wts, exp map[string]stTensor, chained []float32) (worst, worstChain float64, out []float32) {
+	prefix := m.weight
+	if m.layers > 1 || m.weight != "digit" {
+		prefix = fmt.Sprintf(m.weight, k-1)
+	}
+	in := oracleGet(t, m.name, exp, fmt.Sprintf("trace.%d.v", k-1), 3)
+	W := oracleGet(t, m.name, wts, prefix+".W", 4)
+	bt := oracleGet(t, m.name, wts, prefix+".b", 2)
+	wantV := oracleGet(t, m.name, exp, fmt.Sprintf("trace.%d.v", k), 3)
+	wantC := oracleGet(t, m.name, exp, fmt.Sprintf("trace.%d.c", k), 3)
+	bs, nIn, dIn := in.Shape[0], in.Shape[1], in.Shape[2]
+	nOut, dOut := W.Shape[0], W.Shape[2]
+	if W.Shape[1] != nIn || W.Shape[3] != dIn || bt.Shape[0] != nIn || bt.Shape[1] != nOut ||
+		wantV.Shape[0] != bs || wantV.Shape[1] != nOut || wantV.Shape[2] != dOut {
+		t.Fatalf("%s layer %d: inconsistent shapes in %v %v %v %v", m.name, k, in.Shape, W.Shape, bt.Shape, wantV.Shape)
+	}
+	vs := VotesShape{Batch: bs, NIn: nIn, NOut: nOut, DIn: dIn, DOut: dOut}
+	rs := RoutingShape{Batch: bs, NIn: nIn, NOut: nOut, D: dOut, Iters: m.iters, Squash: m.squash, Kind: m.kind}
+	w := make([]float32, len(W.Data))
+	if err := VotesWeightsFromTorch(vs, w, W.Data); err != nil {
+		t.Fatal(err)
+	}
+	prior := make([]float32, nOut*nIn)
+	if err := PriorFromTorch(nIn, nOut, prior, bt.Data); err != nil {
+		t.Fatal(err)
+	}
+	u := make([]float32, len(in.Data))
+	if err := CapsFromTorch(bs, nIn, dIn, u, in.Data); err != nil {
+		t.Fatal(err)
+	}
+	cmp := func(what string, factor float64, got []float32, want []float32, floor float64) float64 {
+		w64 := caps64(want)
+		tol := factor * max(1e-5*capsMaxAbs(w64), floor)
+		r, err := capsCompare(what, got, w64, func(int) float64 { return tol })
+		if err != nil {
+			t.Errorf("%s layer %d: %v", m.name, k, err)
+		}
+		return r * tol / capsMaxAbs(w64)
+	}
+	gv, gc := oracleRun(t, vs, rs, w, prior, u)
+	worst = max(cmp("v", 1, gv, wantV.Data, 0), cmp("c", 1, gc, wantC.Data, 1e-5))
+	if chained == nil {
+		chained = u
+	}
+	cv, cc := oracleRun(t, vs, rs, w, prior, chained)
+	worstChain = max(cmp("chained v", 10, cv, wantV.Data, 0), cmp("chained c", 10, cc, wantC.Data, 1e-5))
+	// Our output (B, d, n) is directly the next layer's input.
+	out = make([]float32, len(cv))
+	if err := CapsFromTorch(bs, nOut, dOut, out, cv); err != nil {
+		t.Fatal(err)
+	}
+	return worst, worstChain, out
+}
+
+// oracleRun runs votes and routing on u and returns v and c in PyTorch
+// layouts.
+func oracleRun(t *testing.T, vs VotesShape, rs RoutingShape, w, prior, u []float32) (vTorch, cTorch []float32) {
+	bs, nIn, nOut, dOut := vs.Batch, vs.NIn, vs.NOut, vs.DOut
+	uhat := make([]float32, bs*nOut*dOut*nIn)
+	if err := VotesForward(vs, uhat, w, u); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, bs*dOut*nOut)
+	c := make([]float32, bs*nOut*nIn)
+	work := make([]float32, rs.WorkSize())
+	if err := RoutingForward(rs, v, c, uhat, prior, work); err != nil {
+		t.Fatal(err)
+	}
+	vTorch = make([]float32, len(v))
+	if err := CapsToTorch(bs, nOut, dOut, vTorch, v); err != nil {
+		t.Fatal(err)
+	}
+	cTorch = make([]float32, len(c))
+	for b := 0; b < bs; b++ {
+		if err := PriorToTorch(nIn, nOut, cTorch[b*nIn*nOut:][:nIn*nOut], c[b*nOut*nIn:][:nOut*nIn]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return vTorch, cTorch
 }
 
 // TestRoutingNaN: a NaN vote reaches the output capsule it votes for in the
@@ -830,4 +854,31 @@ func readSafetensors(path string) (map[string]stTensor, error) {
 		return nil, err
 	}
 	return f.Tensors, nil
+}
+
+// routingKindOf returns RoutingUniform when uniform, else RoutingRBA.
+func routingKindOf(uniform bool) RoutingKind {
+	if uniform {
+		return RoutingUniform
+	}
+	return RoutingRBA
+}
+
+// TestRoutingKindNames: every kind has a name, and a kind out of range is
+// refused by the kernels' entry checks.
+func TestRoutingKindNames(t *testing.T) {
+	for k := range NumRoutingKinds {
+		if s := k.String(); s == "" || s == fmt.Sprintf("RoutingKind(%d)", int(k)) {
+			t.Errorf("routing kind %d has no name", int(k))
+		}
+	}
+	for _, k := range []RoutingKind{-1, NumRoutingKinds} {
+		sh := RoutingShape{Batch: 1, NIn: 2, NOut: 2, D: 2, Iters: 1, Kind: k}
+		if sh.WorkSize() != 0 {
+			t.Errorf("kind %v: WorkSize %d, want 0", k, sh.WorkSize())
+		}
+		if err := RoutingForward(sh, make([]float32, 4), nil, make([]float32, 8), nil, make([]float32, 64)); err == nil {
+			t.Errorf("kind %v: RoutingForward accepted it", k)
+		}
+	}
 }

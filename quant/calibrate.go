@@ -89,15 +89,11 @@ type gemmInput struct {
 	get  func(n *capsnet.Net) ([]float32, error)
 }
 
-// gemmInputs lists the int8 GEMM inputs of a config, in the order of its
+// gemmInputs lists the int8 GEMM inputs of a layout, in the order of its
 // quantized weights.
-func gemmInputs(cfg capsnet.Config) ([]gemmInput, error) {
-	specs, err := cfg.ParamSpecs()
-	if err != nil {
-		return nil, err
-	}
+func gemmInputs(l *capsnet.Layout) []gemmInput {
 	var out []gemmInput
-	for _, sp := range specs {
+	for _, sp := range l.Params {
 		l := sp.Layer
 		switch sp.Role {
 		case capsnet.RoleConvWeight:
@@ -112,7 +108,7 @@ func gemmInputs(cfg capsnet.Config) ([]gemmInput, error) {
 			out = append(out, gemmInput{sp.Name, func(n *capsnet.Net) ([]float32, error) { return n.FCInput(l) }})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Calibrate runs the float model p forward on images (N images, NCHW,
@@ -123,17 +119,69 @@ func gemmInputs(cfg capsnet.Config) ([]gemmInput, error) {
 // pass over the images). The decoder is masked by the predicted class, as
 // in inference. An input that is zero on every image gets scale 1.
 func Calibrate(p *capsnet.Params, images []float32, opts CalibOptions) (*Calibration, error) {
+	pct, err := opts.percentile()
+	if err != nil {
+		return nil, err
+	}
+	r, err := newCalibRun(p, images, opts.Batch)
+	if err != nil {
+		return nil, err
+	}
+	maxAbs := make([]float64, len(r.ins))
+	if err := r.run(func(k int, x []float32) {
+		for _, v := range x {
+			maxAbs[k] = max(maxAbs[k], math.Abs(float64(v)))
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	ranges := maxAbs
+	if opts.Method == Percentile {
+		if ranges, err = r.percentiles(maxAbs, pct); err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+	}
+	c := &Calibration{Method: opts.Method, Percentile: pct, Images: r.nImg}
+	for k, in := range r.ins {
+		s := float32(ranges[k] / 127)
+		if !(s > 0) {
+			s = 1
+		}
+		c.Scales = append(c.Scales, ActScale{Name: in.name, Scale: s})
+	}
+	return c, nil
+}
+
+// percentile checks the options' method and returns the percentile it
+// takes (0 for MinMax).
+func (opts CalibOptions) percentile() (float64, error) {
 	pct := opts.Percentile
 	switch {
 	case opts.Method != MinMax && opts.Method != Percentile:
-		return nil, fmt.Errorf("calibrate: unknown method %v", opts.Method)
+		return 0, fmt.Errorf("calibrate: unknown method %v", opts.Method)
 	case opts.Method == Percentile && pct == 0:
 		pct = DefaultPercentile
 	case opts.Method == Percentile && !(pct > 0 && pct <= 100):
-		return nil, fmt.Errorf("calibrate: percentile %v, want one in (0, 100]", pct)
+		return 0, fmt.Errorf("calibrate: percentile %v, want one in (0, 100]", pct)
 	case opts.Method == MinMax:
 		pct = 0
 	}
+	return pct, nil
+}
+
+// calibRun runs the float model over the calibration images batch by
+// batch and shows each GEMM input to a visitor.
+type calibRun struct {
+	p           *capsnet.Params
+	images      []float32
+	inLen, nImg int
+	batch       int
+	ins         []gemmInput
+	nets        map[int]*capsnet.Net // one for the full batches, one for the remainder
+}
+
+// newCalibRun checks the images and the batch.
+func newCalibRun(p *capsnet.Params, images []float32, batch int) (*calibRun, error) {
 	inLen := 1
 	for _, d := range p.Config.Input {
 		inLen *= d
@@ -147,83 +195,66 @@ func Calibrate(p *capsnet.Params, images []float32, opts CalibOptions) (*Calibra
 		}
 	}
 	nImg := len(images) / inLen
-	batch := opts.Batch
 	if batch == 0 {
 		batch = 32
 	}
 	if batch < 0 {
 		return nil, fmt.Errorf("calibrate: batch %d, want > 0", batch)
 	}
-	batch = min(batch, nImg)
-	ins, err := gemmInputs(p.Config)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	// A Net for the full batches and one for the remainder.
-	nets := map[int]*capsnet.Net{}
-	run := func(visit func(k int, x []float32)) error {
-		for start := 0; start < nImg; start += batch {
-			b := min(batch, nImg-start)
-			n := nets[b]
-			if n == nil {
-				if n, err = capsnet.NewNet(p, b); err != nil {
-					return err
-				}
-				n.SetMaskByLabel(false)
-				nets[b] = n
-			}
-			if err := n.Forward(images[start*inLen:(start+b)*inLen], nil); err != nil {
+	return &calibRun{p: p, images: images, inLen: inLen, nImg: nImg, batch: min(batch, nImg),
+		ins: gemmInputs(p.Layout), nets: map[int]*capsnet.Net{}}, nil
+}
+
+// run runs every batch forward and calls visit with each GEMM input k.
+func (r *calibRun) run(visit func(k int, x []float32)) error {
+	for start := 0; start < r.nImg; start += r.batch {
+		b := min(r.batch, r.nImg-start)
+		n := r.nets[b]
+		if n == nil {
+			var err error
+			if n, err = capsnet.NewNet(r.p, b); err != nil {
 				return err
 			}
-			for k, in := range ins {
-				x, err := in.get(n)
-				if err != nil {
-					return err
-				}
-				visit(k, x)
-			}
+			n.SetMaskByLabel(false)
+			r.nets[b] = n
 		}
-		return nil
+		if err := n.Forward(r.images[start*r.inLen:(start+b)*r.inLen], nil); err != nil {
+			return err
+		}
+		for k, in := range r.ins {
+			x, err := in.get(n)
+			if err != nil {
+				return err
+			}
+			visit(k, x)
+		}
 	}
-	maxAbs := make([]float64, len(ins))
-	if err := run(func(k int, x []float32) {
+	return nil
+}
+
+// percentiles makes a second pass, a histogram of histBins bins over
+// [0, maxAbs[k]] per input k, and returns the ranges of percentile pct.
+func (r *calibRun) percentiles(maxAbs []float64, pct float64) ([]float64, error) {
+	hist := make([][]int64, len(r.ins))
+	for k := range hist {
+		hist[k] = make([]int64, histBins)
+	}
+	if err := r.run(func(k int, x []float32) {
+		if maxAbs[k] == 0 {
+			return
+		}
 		for _, v := range x {
-			maxAbs[k] = max(maxAbs[k], math.Abs(float64(v)))
+			bin := int(math.Abs(float64(v)) / maxAbs[k] * histBins)
+			hist[k][min(bin, histBins-1)]++
 		}
 	}); err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
+		return nil, err
 	}
-	ranges := maxAbs
-	if opts.Method == Percentile {
-		hist := make([][]int64, len(ins))
-		for k := range hist {
-			hist[k] = make([]int64, histBins)
-		}
-		if err := run(func(k int, x []float32) {
-			if maxAbs[k] == 0 {
-				return
-			}
-			for _, v := range x {
-				bin := int(math.Abs(float64(v)) / maxAbs[k] * histBins)
-				hist[k][min(bin, histBins-1)]++
-			}
-		}); err != nil {
-			return nil, fmt.Errorf("calibrate: %w", err)
-		}
-		ranges = make([]float64, len(ins))
-		for k, h := range hist {
-			ranges[k] = percentileRange(h, pct, maxAbs[k])
-		}
+	ranges := make([]float64, len(r.ins))
+	for k, h := range hist {
+		ranges[k] = percentileRange(h, pct, maxAbs[k])
 	}
-	c := &Calibration{Method: opts.Method, Percentile: pct, Images: nImg}
-	for k, in := range ins {
-		s := float32(ranges[k] / 127)
-		if !(s > 0) {
-			s = 1
-		}
-		c.Scales = append(c.Scales, ActScale{Name: in.name, Scale: s})
-	}
-	return c, nil
+	return ranges, nil
 }
 
 // percentileRange returns the upper edge of the first bin of hist (over

@@ -25,10 +25,7 @@ func calibImages(p *capsnet.Params, n int) []float32 {
 // predicted class and returns, per int8 GEMM input, every |x| seen.
 func observed(t *testing.T, p *capsnet.Params, images []float32) [][]float64 {
 	t.Helper()
-	ins, err := gemmInputs(p.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ins := gemmInputs(p.Layout)
 	n, err := capsnet.NewNet(p, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -48,9 +48,12 @@ type Net struct {
 	zeroLabels []int
 	forward    graph.Schedule
 	weights    int64
+	// margin is the layout's margin constants (the norms' epsilon).
+	margin kernels.MarginParams
 }
 
 type i8Conv struct {
+	name      string
 	sh        kernels.ConvShape // one image (Batch 1)
 	depthwise bool
 	w         *kernels.PackedI8 // GEMM convolution: (OutC, KH·KW·InC)
@@ -70,12 +73,12 @@ type i8Conv struct {
 }
 
 type i8Primary struct {
-	maps, d, hw int
-	kind        kernels.Squash
-	s, v        *graph.Buf
+	capsnet.PrimaryLayer
+	s, v *graph.Buf
 }
 
 type i8Caps struct {
+	name  string
 	votes kernels.VotesShape
 	route kernels.RoutingShape
 	w     []*kernels.PackedI8 // per input capsule i: (n_out·d_out, d_in)
@@ -91,6 +94,7 @@ type i8Caps struct {
 }
 
 type i8FC struct {
+	name     string
 	in, out  int
 	w        *kernels.PackedI8
 	inv      float32    // 1/input scale (first layer: quantizes x)
@@ -127,237 +131,270 @@ func (f Footprint) String() string {
 // allocated, within the memory limit of one model
 // (capsnet.ModelMemoryLimit).
 func NewNet(m *Model, batch int) (*Net, error) {
-	if batch <= 0 || batch > capsnet.MaxBatch {
-		return nil, fmt.Errorf("quant: batch %d must be between 1 and %d", batch, capsnet.MaxBatch)
+	if err := capsnet.CheckBatch("quant", batch); err != nil {
+		return nil, err
 	}
 	cfg := m.Config
 	if m.Calibration == nil {
 		return nil, fmt.Errorf("quant: model %s has no activation scales: calibrate it (quant.Calibrate, or tools/quantize) before running it in int8", cfg.Name)
 	}
-	geo, err := cfg.Geometry()
+	l, err := cfg.Resolve()
 	if err != nil {
 		return nil, fmt.Errorf("quant: model %s: %w", cfg.Name, err)
 	}
-	specs, err := cfg.ParamSpecs()
+	c, err := newCompiler(m, l)
 	if err != nil {
 		return nil, fmt.Errorf("quant: model %s: %w", cfg.Name, err)
 	}
-	if len(m.Tensors) != len(specs) {
-		return nil, fmt.Errorf("quant: model %s has %d tensors, its config %d", cfg.Name, len(m.Tensors), len(specs))
-	}
-	byName := map[string]*Tensor{}
-	for k, sp := range specs {
-		t := &m.Tensors[k]
-		if err := t.check(sp.Name, sp.TorchShape); err != nil {
-			return nil, fmt.Errorf("quant: model %s: %w", cfg.Name, err)
-		}
-		if (t.Q != nil) != (channelDims(sp.Role, m.Granularity) > 0) {
-			return nil, fmt.Errorf("quant: model %s: tensor %q is quantized where it should not be, or the reverse", cfg.Name, sp.Name)
-		}
-		byName[sp.Name] = t
-	}
-	act := map[string]float32{}
-	for _, s := range m.Calibration.Scales {
-		if !(s.Scale > 0) || math.IsInf(float64(s.Scale), 0) {
-			return nil, fmt.Errorf("quant: model %s: activation scale of %q is %v", cfg.Name, s.Name, s.Scale)
-		}
-		act[s.Name] = s.Scale
-	}
-	for _, sp := range specs {
-		if channelDims(sp.Role, m.Granularity) > 0 && act[sp.Name] == 0 {
-			return nil, fmt.Errorf("quant: model %s: no activation scale for %q", cfg.Name, sp.Name)
-		}
-	}
-	limit, source, err := capsnet.ModelMemoryLimit()
+	budget, err := capsnet.ModelMemoryBudget()
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{Config: cfg, Batch: batch, Arena: graph.NewArena(), pred: make([]int, batch), zeroLabels: make([]int, batch)}
-	B := batch
-	a := n.Arena
-	in := geo.ConvIn[0]
-	n.inLen = in[0] * in[1] * in[2]
-
-	// Convolutions.
-	var prevNext *graph.Buf
-	for k, cv := range cfg.Convs {
-		ci, co := geo.ConvIn[k], geo.ConvOut[k]
-		groups := 1
-		if cv.Depthwise {
-			groups = ci[0]
-		}
-		sh := kernels.ConvShape{Batch: 1, InC: ci[0], InH: ci[1], InW: ci[2], OutC: co[0], KH: geo.Kernel[k], KW: geo.Kernel[k],
-			StrideH: cv.Stride, StrideW: cv.Stride, PadH: cv.Pad, PadW: cv.Pad, Groups: groups}
-		if err := sh.Validate(); err != nil {
-			return nil, fmt.Errorf("quant: conv %s: %w", cv.Name, err)
-		}
-		wt, bt := byName[cv.Name+".weight"], byName[cv.Name+".bias"]
-		L := &i8Conv{sh: sh, depthwise: cv.Depthwise, relu: cv.ReLU, in: prevNext}
-		if L.in == nil {
-			L.in = a.AllocI8(cv.Name+".xq", graph.Activation, B, ci[1], ci[2], ci[0])
-		}
-		K := sh.KH * sh.KW * (sh.InC / groups)
-		r := reorderHWC(wt.Q, sh.OutC, sh.InC/groups, sh.KH*sh.KW)
-		if cv.Depthwise {
-			// (C, KH·KW) → (KH·KW, C).
-			L.wdw = make([]int8, len(wt.Q))
-			for c := range sh.InC {
-				for p := range sh.KH * sh.KW {
-					L.wdw[p*sh.InC+c] = wt.Q[c*sh.KH*sh.KW+p]
-				}
-			}
-			n.weights += int64(len(L.wdw))
-		} else {
-			if L.w, err = kernels.PackI8(sh.OutC, K, r, K); err != nil {
-				return nil, fmt.Errorf("quant: conv %s: %w", cv.Name, err)
-			}
-			n.weights += int64(L.w.Bytes())
-			L.cols = a.AllocI8(cv.Name+".cols", graph.Scratch, sh.I8ColsLen())
-		}
-		L.acc = a.AllocI32(cv.Name+".acc", graph.Scratch, sh.I8AccLen())
-		sa := act[cv.Name+".weight"]
-		L.inScale = sa
-		var sn float32 = 1
-		if k+1 < len(cfg.Convs) {
-			sn = act[cfg.Convs[k+1].Name+".weight"]
-			L.next = a.AllocI8(cfg.Convs[k+1].Name+".xq", graph.Activation, B, co[1], co[2], co[0])
-		} else {
-			L.y = a.Alloc(cv.Name+".y", graph.Activation, B, co[0], co[1], co[2])
-		}
-		L.mul, L.add = make([]float32, sh.OutC), make([]float32, sh.OutC)
-		for c := range sh.OutC {
-			L.mul[c] = sa * wt.Scales[c] / sn
-			L.add[c] = bt.Float[c] / sn
-		}
-		n.weights += 8 * int64(sh.OutC)
-		n.convs = append(n.convs, L)
-		prevNext = L.next
+	n := &Net{Config: cfg, Batch: batch, Arena: graph.NewArena(), pred: make([]int, batch), zeroLabels: make([]int, batch),
+		margin: l.Margin}
+	in := l.Convs[0].Shape
+	n.inLen = in.InC * in.InH * in.InW
+	if err := c.convs(n); err != nil {
+		return nil, err
 	}
-
-	// Primary capsules.
-	last := geo.ConvOut[len(geo.ConvOut)-1]
-	d := cfg.PrimaryDim
-	kind, err := squashKind(cfg.PrimarySquash)
-	if err != nil {
-		return nil, fmt.Errorf("quant: model %s: %w", cfg.Name, err)
+	P := l.Primary
+	n.prim = i8Primary{PrimaryLayer: P,
+		s: n.Arena.Alloc("primary.s", graph.Activation, batch, P.D, P.N),
+		v: n.Arena.Alloc("primary.v", graph.Activation, batch, P.D, P.N)}
+	if err := c.caps(n); err != nil {
+		return nil, err
 	}
-	n.prim = i8Primary{maps: last[0] / d, d: d, hw: last[1] * last[2], kind: kind,
-		s: a.Alloc("primary.s", graph.Activation, B, d, geo.PrimaryN),
-		v: a.Alloc("primary.v", graph.Activation, B, d, geo.PrimaryN)}
-
-	// Capsule layers.
-	u := n.prim.v
-	for l, cc := range cfg.Caps {
-		nIn, dIn := geo.CapsIn[l][0], geo.CapsIn[l][1]
-		sq, err := squashKind(cc.Squash)
-		if err != nil {
-			return nil, fmt.Errorf("quant: model %s: %w", cfg.Name, err)
-		}
-		L := &i8Caps{u: u,
-			votes: kernels.VotesShape{Batch: B, NIn: nIn, NOut: cc.Out, DIn: dIn, DOut: cc.Dim},
-			route: kernels.RoutingShape{Batch: B, NIn: nIn, NOut: cc.Out, D: cc.Dim, Iters: cc.Iters, Squash: sq, Uniform: cc.Routing == "uniform"}}
-		wt, pt := byName[cc.Name+".W"], byName[cc.Name+".b"]
-		cols := cc.Out * cc.Dim
-		rows := make([]int8, cols*dIn)
-		L.w = make([]*kernels.PackedI8, nIn)
-		L.mul = make([]float32, nIn*cc.Out)
-		sa := act[cc.Name+".W"]
-		L.scale = sa
-		for i := range nIn {
-			// W (n_out, n_in, d_out, d_in): the rows (j, k) of capsule i.
-			for j := range cc.Out {
-				for k := range cc.Dim {
-					copy(rows[(j*cc.Dim+k)*dIn:][:dIn], wt.Q[((j*nIn+i)*cc.Dim+k)*dIn:][:dIn])
-				}
-				s := wt.Scales[j]
-				if m.Granularity == PerBlock {
-					s = wt.Scales[j*nIn+i]
-				}
-				L.mul[i*cc.Out+j] = sa * s
-			}
-			if L.w[i], err = kernels.PackI8(cols, dIn, rows, dIn); err != nil {
-				return nil, fmt.Errorf("quant: %s: %w", cc.Name, err)
-			}
-			n.weights += int64(L.w[i].Bytes())
-		}
-		L.prior = make([]float32, nIn*cc.Out)
-		for i := range nIn {
-			for j := range cc.Out {
-				L.prior[j*nIn+i] = pt.Float[i*cc.Out+j]
-			}
-		}
-		n.weights += 4 * int64(len(L.mul)+len(L.prior))
-		L.uq = a.AllocI8(cc.Name+".uq", graph.Activation, nIn, B, dIn)
-		L.acc = a.AllocI32(cc.Name+".acc", graph.Scratch, min(votesBlock, nIn), B, cols)
-		L.uhat = a.Alloc(cc.Name+".uhat", graph.Activation, B, cc.Out, cc.Dim, nIn)
-		L.v = a.Alloc(cc.Name+".v", graph.Activation, B, cc.Dim, cc.Out)
-		L.c = a.Alloc(cc.Name+".c", graph.Activation, B, cc.Out, nIn)
-		L.work = a.Alloc(cc.Name+".work", graph.Scratch, L.route.WorkSize())
-		n.caps = append(n.caps, L)
-		u = L.v
+	if err := c.decoder(n); err != nil {
+		return nil, err
 	}
-
-	// Head and decoder.
-	top := n.caps[len(n.caps)-1]
-	classes, dOut := cfg.Classes, top.route.D
-	n.norms = a.Alloc("norms", graph.Activation, B, classes)
-	n.decIn = a.Alloc("dec.in", graph.Activation, B, classes*dOut)
-	sizes := append(append([]int(nil), cfg.Decoder...), geo.Pixels)
-	inSz := classes * dOut
-	var xq *graph.Buf
-	for i, out := range sizes {
-		name := fmt.Sprintf("dec.fc%d", i+1)
-		wt, bt := byName[name+".weight"], byName[name+".bias"]
-		L := &i8FC{in: inSz, out: out, xq: xq}
-		if L.xq == nil {
-			L.x = n.decIn
-			L.inv = 1 / act[name+".weight"]
-			L.xq = a.AllocI8(name+".xq", graph.Activation, B, inSz)
-		}
-		if L.w, err = kernels.PackI8(out, inSz, wt.Q, inSz); err != nil {
-			return nil, fmt.Errorf("quant: %s: %w", name, err)
-		}
-		n.weights += int64(L.w.Bytes()) + 8*int64(out)
-		L.acc = a.AllocI32(name+".acc", graph.Scratch, B, out)
-		sa := act[name+".weight"]
-		var sn float32 = 1
-		if i+1 < len(sizes) {
-			next := fmt.Sprintf("dec.fc%d", i+2)
-			sn = act[next+".weight"]
-			L.next = a.AllocI8(next+".xq", graph.Activation, B, out)
-		} else {
-			L.y = a.Alloc(name+".y", graph.Activation, B, out)
-		}
-		L.mul, L.add = make([]float32, out), make([]float32, out)
-		for c := range out {
-			L.mul[c] = sa * wt.Scales[c] / sn
-			L.add[c] = bt.Float[c] / sn
-		}
-		n.dec = append(n.dec, L)
-		xq, inSz = L.next, out
-	}
-	n.recon = n.dec[len(n.dec)-1].y
 	n.schedule()
 	n.Arena.Pin(n.norms, n.recon)
 	for _, L := range n.caps { // small; kept for inspection after Forward
 		n.Arena.Pin(L.v)
 	}
-	var tooBig error
-	n.Arena.SetSizeCheck(func(plan int64) error {
-		if need := n.weights + plan; need > limit {
-			tooBig = fmt.Errorf("quant: model %s at batch %d needs %s (weights %s + memory plan %s), more than the limit of one model %s (%s)",
-				cfg.Name, batch, graph.MiB(need), graph.MiB(n.weights), graph.MiB(plan), graph.MiB(limit), source)
-			return tooBig
-		}
-		return nil
-	})
+	isLimit := budget.Guard(n.Arena, cfg.Name, batch, "weights", n.weights)
 	if err := n.Arena.SealShared(n.forward); err != nil {
-		if err == tooBig {
-			return nil, err
+		if isLimit(err) {
+			return nil, fmt.Errorf("quant: %w", err)
 		}
 		return nil, fmt.Errorf("quant: memory plan: %w", err)
 	}
 	return n, nil
+}
+
+// compiler is the state of one NewNet: the model's layout, its tensors by
+// name (checked against the layout's parameters) and its activation
+// scales by weight name.
+type compiler struct {
+	m      *Model
+	l      *capsnet.Layout
+	byName map[string]*Tensor
+	act    map[string]float32
+}
+
+// newCompiler checks m's tensors and activation scales against the layout.
+func newCompiler(m *Model, l *capsnet.Layout) (*compiler, error) {
+	specs := l.Params
+	if len(m.Tensors) != len(specs) {
+		return nil, fmt.Errorf("%d tensors, its config %d", len(m.Tensors), len(specs))
+	}
+	c := &compiler{m: m, l: l, byName: map[string]*Tensor{}, act: map[string]float32{}}
+	for k, sp := range specs {
+		t := &m.Tensors[k]
+		if err := t.check(sp.Name, sp.TorchShape); err != nil {
+			return nil, err
+		}
+		if (t.Q != nil) != (channelDims(sp.Role, m.Granularity) > 0) {
+			return nil, fmt.Errorf("tensor %q is quantized where it should not be, or the reverse", sp.Name)
+		}
+		c.byName[sp.Name] = t
+	}
+	for _, s := range m.Calibration.Scales {
+		if !(s.Scale > 0) || math.IsInf(float64(s.Scale), 0) {
+			return nil, fmt.Errorf("activation scale of %q is %v", s.Name, s.Scale)
+		}
+		c.act[s.Name] = s.Scale
+	}
+	for _, sp := range specs {
+		if channelDims(sp.Role, m.Granularity) > 0 && c.act[sp.Name] == 0 {
+			return nil, fmt.Errorf("no activation scale for %q", sp.Name)
+		}
+	}
+	return c, nil
+}
+
+// convs compiles the convolutions.
+func (c *compiler) convs(n *Net) error {
+	a, B := n.Arena, n.Batch
+	var prevNext *graph.Buf
+	for k, cv := range c.l.Convs {
+		sh, err := cv.At(1)
+		if err != nil {
+			return fmt.Errorf("quant: %w", err)
+		}
+		wt, bt := c.byName[cv.Name+".weight"], c.byName[cv.Name+".bias"]
+		L := &i8Conv{name: cv.Name, sh: sh, depthwise: cv.Depthwise, relu: cv.ReLU, in: prevNext}
+		if L.in == nil {
+			L.in = a.AllocI8(cv.Name+".xq", graph.Activation, B, sh.InH, sh.InW, sh.InC)
+		}
+		if err := n.packConv(L, wt); err != nil {
+			return fmt.Errorf("quant: conv %s: %w", cv.Name, err)
+		}
+		L.acc = a.AllocI32(cv.Name+".acc", graph.Scratch, sh.I8AccLen())
+		sa := c.act[cv.Name+".weight"]
+		L.inScale = sa
+		var sn float32 = 1
+		if k+1 < len(c.l.Convs) {
+			next := c.l.Convs[k+1].Name
+			sn = c.act[next+".weight"]
+			L.next = a.AllocI8(next+".xq", graph.Activation, B, sh.OutH(), sh.OutW(), sh.OutC)
+		} else {
+			L.y = a.Alloc(cv.Name+".y", graph.Activation, B, sh.OutC, sh.OutH(), sh.OutW())
+		}
+		L.mul, L.add = requantConsts(sa, sn, wt.Scales, bt.Float)
+		n.weights += 8 * int64(sh.OutC)
+		n.convs = append(n.convs, L)
+		prevNext = L.next
+	}
+	return nil
+}
+
+// packConv packs a convolution's weights: (KH·KW, C) for a depthwise one,
+// a packed GEMM matrix with its im2col scratch otherwise.
+func (n *Net) packConv(L *i8Conv, wt *Tensor) error {
+	sh := L.sh
+	groups := sh.Groups
+	K := sh.KH * sh.KW * (sh.InC / groups)
+	if L.depthwise {
+		// (C, KH·KW) → (KH·KW, C).
+		L.wdw = make([]int8, len(wt.Q))
+		for c := range sh.InC {
+			for p := range sh.KH * sh.KW {
+				L.wdw[p*sh.InC+c] = wt.Q[c*sh.KH*sh.KW+p]
+			}
+		}
+		n.weights += int64(len(L.wdw))
+		return nil
+	}
+	r := reorderHWC(wt.Q, sh.OutC, sh.InC/groups, sh.KH*sh.KW)
+	var err error
+	if L.w, err = kernels.PackI8(sh.OutC, K, r, K); err != nil {
+		return err
+	}
+	n.weights += int64(L.w.Bytes())
+	L.cols = n.Arena.AllocI8(L.name+".cols", graph.Scratch, sh.I8ColsLen())
+	return nil
+}
+
+// requantConsts returns the per-channel multiply-add of a layer's int32
+// sums: the input scale sa times the weight scales, and the biases, both
+// divided by the next input's scale sn (1 for a dequantized output).
+func requantConsts(sa, sn float32, scales, bias []float32) (mul, add []float32) {
+	mul, add = make([]float32, len(bias)), make([]float32, len(bias))
+	for c := range bias {
+		mul[c] = sa * scales[c] / sn
+		add[c] = bias[c] / sn
+	}
+	return mul, add
+}
+
+// caps compiles the capsule layers.
+func (c *compiler) caps(n *Net) error {
+	a, B := n.Arena, n.Batch
+	u := n.prim.v
+	for _, cl := range c.l.Caps {
+		L := &i8Caps{name: cl.Name, u: u, votes: cl.Votes(B), route: cl.Route(B)}
+		if err := c.packVotes(n, L, cl); err != nil {
+			return fmt.Errorf("quant: %s: %w", cl.Name, err)
+		}
+		cols := cl.Out * cl.Dim
+		L.uq = a.AllocI8(cl.Name+".uq", graph.Activation, cl.NIn, B, cl.DIn)
+		L.acc = a.AllocI32(cl.Name+".acc", graph.Scratch, min(votesBlock, cl.NIn), B, cols)
+		L.uhat = a.Alloc(cl.Name+".uhat", graph.Activation, B, cl.Out, cl.Dim, cl.NIn)
+		L.v = a.Alloc(cl.Name+".v", graph.Activation, B, cl.Dim, cl.Out)
+		L.c = a.Alloc(cl.Name+".c", graph.Activation, B, cl.Out, cl.NIn)
+		L.work = a.Alloc(cl.Name+".work", graph.Scratch, L.route.WorkSize())
+		n.caps = append(n.caps, L)
+		u = L.v
+	}
+	return nil
+}
+
+// packVotes packs a capsule layer's votes matrices, one per input capsule
+// i: (n_out·d_out, d_in), with their scales, and its prior.
+func (c *compiler) packVotes(n *Net, L *i8Caps, cl capsnet.CapsLayer) error {
+	wt, pt := c.byName[cl.Name+".W"], c.byName[cl.Name+".b"]
+	nIn, dIn := cl.NIn, cl.DIn
+	cols := cl.Out * cl.Dim
+	rows := make([]int8, cols*dIn)
+	L.w = make([]*kernels.PackedI8, nIn)
+	L.mul = make([]float32, nIn*cl.Out)
+	sa := c.act[cl.Name+".W"]
+	L.scale = sa
+	for i := range nIn {
+		// W (n_out, n_in, d_out, d_in): the rows (j, k) of capsule i.
+		for j := range cl.Out {
+			for k := range cl.Dim {
+				copy(rows[(j*cl.Dim+k)*dIn:][:dIn], wt.Q[((j*nIn+i)*cl.Dim+k)*dIn:][:dIn])
+			}
+			s := wt.Scales[j]
+			if c.m.Granularity == PerBlock {
+				s = wt.Scales[j*nIn+i]
+			}
+			L.mul[i*cl.Out+j] = sa * s
+		}
+		var err error
+		if L.w[i], err = kernels.PackI8(cols, dIn, rows, dIn); err != nil {
+			return err
+		}
+		n.weights += int64(L.w[i].Bytes())
+	}
+	L.prior = make([]float32, nIn*cl.Out)
+	for i := range nIn {
+		for j := range cl.Out {
+			L.prior[j*nIn+i] = pt.Float[i*cl.Out+j]
+		}
+	}
+	n.weights += 4 * int64(len(L.mul)+len(L.prior))
+	return nil
+}
+
+// decoder compiles the head (norms, mask) and the decoder.
+func (c *compiler) decoder(n *Net) error {
+	a, B := n.Arena, n.Batch
+	top := n.caps[len(n.caps)-1]
+	classes, dOut := top.route.NOut, top.route.D
+	n.norms = a.Alloc("norms", graph.Activation, B, classes)
+	n.decIn = a.Alloc("dec.in", graph.Activation, B, classes*dOut)
+	var xq *graph.Buf
+	dec := c.l.Decoder
+	for i, fc := range dec {
+		wt, bt := c.byName[fc.Name+".weight"], c.byName[fc.Name+".bias"]
+		L := &i8FC{name: fc.Name, in: fc.In, out: fc.Out, xq: xq}
+		if L.xq == nil {
+			L.x = n.decIn
+			L.inv = 1 / c.act[fc.Name+".weight"]
+			L.xq = a.AllocI8(fc.Name+".xq", graph.Activation, B, fc.In)
+		}
+		var err error
+		if L.w, err = kernels.PackI8(fc.Out, fc.In, wt.Q, fc.In); err != nil {
+			return fmt.Errorf("quant: %s: %w", fc.Name, err)
+		}
+		n.weights += int64(L.w.Bytes()) + 8*int64(fc.Out)
+		L.acc = a.AllocI32(fc.Name+".acc", graph.Scratch, B, fc.Out)
+		var sn float32 = 1
+		if i+1 < len(dec) {
+			sn = c.act[dec[i+1].Name+".weight"]
+			L.next = a.AllocI8(dec[i+1].Name+".xq", graph.Activation, B, fc.Out)
+		} else {
+			L.y = a.Alloc(fc.Name+".y", graph.Activation, B, fc.Out)
+		}
+		L.mul, L.add = requantConsts(c.act[fc.Name+".weight"], sn, wt.Scales, bt.Float)
+		n.dec = append(n.dec, L)
+		xq = L.next
+	}
+	n.recon = n.dec[len(n.dec)-1].y
+	return nil
 }
 
 // reorderHWC reorders OIHW weights (out rows of cin·khw, c-major) into
@@ -375,16 +412,6 @@ func reorderHWC(q []int8, out, cin, khw int) []int8 {
 	return r
 }
 
-func squashKind(s string) (kernels.Squash, error) {
-	switch s {
-	case "mazzia":
-		return kernels.SquashMazzia, nil
-	case "sabour":
-		return kernels.SquashSabour, nil
-	}
-	return 0, fmt.Errorf("%q is not a squash kind (mazzia or sabour)", s)
-}
-
 func bufs(b ...*graph.Buf) []*graph.Buf { return b }
 
 func (n *Net) schedule() {
@@ -392,22 +419,19 @@ func (n *Net) schedule() {
 		n.forward = append(n.forward, graph.Step{Name: name, Run: run, Reads: reads, Writes: writes})
 	}
 	first := n.convs[0]
+	inv := 1 / first.inScale // the input's quantization, fixed at compile time
 	f("quantize input", func() error {
-		return kernels.QuantizeNHWC(n.Batch, first.sh.InC, first.sh.InH*first.sh.InW, first.in.I8(), n.x, 1/n.firstScale())
+		return kernels.QuantizeNHWC(n.Batch, first.sh.InC, first.sh.InH*first.sh.InW, first.in.I8(), n.x, inv)
 	}, nil, bufs(first.in))
-	for k, L := range n.convs {
-		f("conv "+n.Config.Convs[k].Name, func() error { return L.forward(n.Batch) }, bufs(L.in), bufs(L.cols, L.acc, L.next, L.y))
+	for _, L := range n.convs {
+		f("conv "+L.name, func() error { return L.forward(n.Batch) }, bufs(L.in), bufs(L.cols, L.acc, L.next, L.y))
 	}
 	lastY := n.convs[len(n.convs)-1].y
 	f("primary capsules", func() error {
-		P := &n.prim
-		if err := kernels.PrimaryCapsules(n.Batch, P.maps, P.d, P.hw, lastY.Data(), P.s.Data()); err != nil {
-			return err
-		}
-		return kernels.SquashForward(P.kind, n.Batch, P.d, P.maps*P.hw, P.s.Data(), P.v.Data())
+		return n.prim.Forward(n.Batch, lastY.Data(), n.prim.s.Data(), n.prim.v.Data())
 	}, bufs(lastY), bufs(n.prim.s, n.prim.v))
-	for l, L := range n.caps {
-		name := n.Config.Caps[l].Name
+	for _, L := range n.caps {
+		name := L.name
 		f("votes "+name, L.votesForward, bufs(L.u), bufs(L.uq, L.acc, L.uhat))
 		f("routing "+name, func() error {
 			return kernels.RoutingForward(L.route, L.v.Data(), L.c.Data(), L.uhat.Data(), L.prior, L.work.Data())
@@ -415,14 +439,10 @@ func (n *Net) schedule() {
 	}
 	top := n.caps[len(n.caps)-1]
 	f("norms and mask", n.headForward, bufs(top.v), bufs(n.norms, n.decIn))
-	for i, L := range n.dec {
-		f(fmt.Sprintf("fc dec.fc%d", i+1), L.forward, bufs(L.x, L.xq), bufs(L.xq, L.acc, L.next, L.y))
+	for _, L := range n.dec {
+		f("fc "+L.name, func() error { return L.forward(n.Batch) }, bufs(L.x, L.xq), bufs(L.xq, L.acc, L.next, L.y))
 	}
 }
-
-// firstScale is the first convolution's activation scale, which
-// quantizes the input.
-func (n *Net) firstScale() float32 { return n.convs[0].inScale }
 
 // forward runs the convolution on every image of the batch.
 func (L *i8Conv) forward(batch int) error {
@@ -499,22 +519,19 @@ func (L *i8Caps) votesForward() error {
 // headForward computes the class norms, the predictions and the decoder
 // input masked by the prediction.
 func (n *Net) headForward() error {
-	cfg := n.Config
 	top := n.caps[len(n.caps)-1]
-	d := top.route.D
-	mp := kernels.MarginParams{MPlus: cfg.Loss.MPlus, MMinus: cfg.Loss.MMinus, Lambda: cfg.Loss.Lambda, Eps: kernels.SquashEps}
-	if _, err := kernels.MarginLoss(mp, n.Batch, d, cfg.Classes, top.v.Data(), n.zeroLabels, n.norms.Data(), nil); err != nil {
+	d, classes := top.route.D, top.route.NOut
+	if _, err := kernels.MarginLoss(n.margin, n.Batch, d, classes, top.v.Data(), n.zeroLabels, n.norms.Data(), nil); err != nil {
 		return err
 	}
-	if err := kernels.PredictLabels(n.Batch, cfg.Classes, n.norms.Data(), n.pred); err != nil {
+	if err := kernels.PredictLabels(n.Batch, classes, n.norms.Data(), n.pred); err != nil {
 		return err
 	}
-	return kernels.MaskCapsules(n.Batch, d, cfg.Classes, top.v.Data(), n.pred, n.decIn.Data())
+	return kernels.MaskCapsules(n.Batch, d, classes, top.v.Data(), n.pred, n.decIn.Data())
 }
 
-// forward runs one decoder layer.
-func (L *i8FC) forward() error {
-	B := L.acc.Len() / L.out
+// forward runs one decoder layer on B images.
+func (L *i8FC) forward(B int) error {
 	xq, acc := L.xq.I8(), L.acc.I32()
 	if L.x != nil {
 		if err := kernels.QuantizeI8(xq, L.x.Data(), L.inv); err != nil {

@@ -237,3 +237,34 @@ func TestNetErrors(t *testing.T) {
 		t.Error("one image for a batch of 2: no error")
 	}
 }
+
+// TestEveryRoutingKindInt8 compiles and runs the int8 graph of tiny-deep's
+// twin of every routing kind of capsnet.RoutingKinds, and checks it agrees
+// with the float model's predictions on most images.
+func TestEveryRoutingKindInt8(t *testing.T) {
+	for _, kind := range capsnet.RoutingKinds {
+		t.Run(kind.Name, func(t *testing.T) {
+			p := newParams(t, capsnet.PresetTwin("tiny-deep", kind.Name), 1)
+			images := digitImages(p, 8, 2)
+			m := calibrated(t, p, images, PerCapsule)
+			const B = 8
+			n, err := NewNet(m, B)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Forward(images); err != nil {
+				t.Fatal(err)
+			}
+			f, err := capsnet.NewInferenceNet(p, B)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Forward(images, nil); err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(n.Norms(), f.Norms()); !(e < 0.1) {
+				t.Errorf("int8 norms off the float ones by %.3g", e)
+			}
+		})
+	}
+}

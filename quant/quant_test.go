@@ -173,6 +173,43 @@ func TestLoadRejectsHostileFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range hostileFiles(p, st) {
+		path := filepath.Join(dir, tc.name+".safetensors")
+		if err := tc.write(path); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, err := Load(path)
+		t.Logf("%s: %v", tc.name, err)
+		if err == nil {
+			t.Errorf("%s: file accepted", tc.name)
+			continue
+		}
+		for _, w := range append(tc.want, path) {
+			if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: error %q: want one line containing %q", tc.name, err, w)
+			}
+		}
+	}
+	// And the reverse: the int8 model given where a float checkpoint is
+	// expected.
+	if _, err := capsnet.ReadCheckpoint(good); err == nil || !strings.Contains(err.Error(), good) || !strings.Contains(err.Error(), "int8 model") {
+		t.Errorf("int8 model read as a checkpoint: %v", err)
+	}
+	if _, err := Load(good); err != nil {
+		t.Errorf("the unedited file: %v", err)
+	}
+}
+
+// hostileFile is one damaged file of TestLoadRejectsHostileFiles: write
+// makes it at path, and Load's error must contain every string of want.
+type hostileFile struct {
+	name  string
+	write func(path string) error
+	want  []string
+}
+
+// hostileFiles returns the damaged variants of st, the int8 model of p.
+func hostileFiles(p *capsnet.Params, st *safetensors.File) []hostileFile {
 	conv := p.List[0].Name
 	votes := p.Config.Caps[1].Name + ".W"
 	fc := "dec.fc1.weight"
@@ -194,11 +231,7 @@ func TestLoadRejectsHostileFiles(t *testing.T) {
 	setScale := func(name string, i int, v float32) func(string) error {
 		return edit(func(ts map[string]safetensors.Tensor, _ map[string]string) { ts[name+".scale"].Data[i] = v })
 	}
-	for _, tc := range []struct {
-		name  string
-		write func(path string) error
-		want  []string
-	}{
+	return []hostileFile{
 		{"scale-count", edit(func(ts map[string]safetensors.Tensor, _ map[string]string) {
 			s := ts[votes+".scale"]
 			ts[votes+".scale"] = safetensors.Tensor{Shape: []int{s.Shape[0] + 1}, Data: append(s.Data, 1)}
@@ -236,30 +269,6 @@ func TestLoadRejectsHostileFiles(t *testing.T) {
 			raw[0] = byte(len(h))
 			return os.WriteFile(path, append(raw, make([]byte, 8)...), 0o644)
 		}, []string{conv, "needs 6 bytes"}},
-	} {
-		path := filepath.Join(dir, tc.name+".safetensors")
-		if err := tc.write(path); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		_, err := Load(path)
-		t.Logf("%s: %v", tc.name, err)
-		if err == nil {
-			t.Errorf("%s: file accepted", tc.name)
-			continue
-		}
-		for _, w := range append(tc.want, path) {
-			if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("%s: error %q: want one line containing %q", tc.name, err, w)
-			}
-		}
-	}
-	// And the reverse: the int8 model given where a float checkpoint is
-	// expected.
-	if _, err := capsnet.ReadCheckpoint(good); err == nil || !strings.Contains(err.Error(), good) || !strings.Contains(err.Error(), "int8 model") {
-		t.Errorf("int8 model read as a checkpoint: %v", err)
-	}
-	if _, err := Load(good); err != nil {
-		t.Errorf("the unedited file: %v", err)
 	}
 }
 

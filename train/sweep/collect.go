@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
 )
 
@@ -376,7 +377,7 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 		}
 		s.Done++
 		acc := &a.uniform
-		if t.Routing != "uniform" {
+		if !capsnet.IsBaselineRouting(t.Routing) {
 			acc = &a.rba
 			a.arch.Params = o.res.Params
 			if o.report != nil {

@@ -24,16 +24,17 @@ import (
 type Grid struct {
 	Name string `json:"name"`
 	// Models are presets or JSON config files (relative to the
-	// manifest's directory); with Routing, "uniform" takes each preset's
-	// uniform twin NAME-uniform. Exclusive with the axes.
+	// manifest's directory); with Routing, a kind other than the default
+	// takes each preset's twin NAME-KIND (capsnet.PresetTwin). Exclusive
+	// with the axes.
 	Models []string `json:"models,omitempty"`
 	// Depths (routing layers L), Capsules (n) and Dims (d) span the grid
 	// presets deep-nN-dD-LL (routing by agreement, r 10).
 	Depths   []int `json:"depths,omitempty"`
 	Capsules []int `json:"capsules,omitempty"`
 	Dims     []int `json:"dims,omitempty"`
-	// Routing kinds, "rba" and/or "uniform" (empty with Models: each
-	// model as it is).
+	// Routing kinds, names of capsnet.RoutingKinds ("rba", "uniform";
+	// empty with Models: each model as it is).
 	Routing []string `json:"routing,omitempty"`
 	Seeds   []uint64 `json:"seeds"`
 	// Data, Eval, K, Target, Epochs, Batch, Threads: as in Task.
@@ -71,11 +72,11 @@ const (
 //     images, 1 thread: the CI sweep.
 func Presets() map[string]Grid {
 	paper := Grid{Name: "paper", Depths: []int{1, 2, 3, 4, 5, 6, 7, 8}, Capsules: []int{16, 32, 64}, Dims: []int{8, 16, 32, 64},
-		Routing: []string{"rba", "uniform"}, Seeds: []uint64{1, 2, 3},
+		Routing: capsnet.RoutingNames(), Seeds: []uint64{1, 2, 3},
 		Data: "mnist", Eval: "affnist", K: 10000, Target: 0.992, Epochs: 60, Batch: 512, Threads: 2}
 	small := paper
 	small.Name, small.Capsules, small.Dims, small.Seeds = "paper-small", []int{16}, []int{8}, []uint64{1}
-	tiny := Grid{Name: "tiny", Models: []string{"tiny-deep"}, Routing: []string{"rba", "uniform"}, Seeds: []uint64{1, 2},
+	tiny := Grid{Name: "tiny", Models: []string{"tiny-deep"}, Routing: capsnet.RoutingNames(), Seeds: []uint64{1, 2},
 		Data: "embedded", Eval: "embedded", K: 200, Target: 0, Epochs: 2, Batch: 64, Threads: 1}
 	return map[string]Grid{"paper": paper, "paper-small": small, "tiny": tiny}
 }
@@ -120,7 +121,7 @@ func (g Grid) Validate() error {
 	case len(g.Seeds) == 0:
 		return fmt.Errorf("seeds: at least one")
 	case len(g.Models) == 0 && len(g.Routing) == 0:
-		return fmt.Errorf("routing: at least one of rba, uniform for the grid axes")
+		return fmt.Errorf("routing: at least one of %s for the grid axes", strings.Join(capsnet.RoutingNames(), ", "))
 	}
 	for _, ax := range []struct {
 		name string
@@ -133,8 +134,8 @@ func (g Grid) Validate() error {
 		}
 	}
 	for _, r := range g.Routing {
-		if r != "rba" && r != "uniform" {
-			return fmt.Errorf("routing: %q: want rba or uniform", r)
+		if _, err := capsnet.LookupRouting(r); err != nil {
+			return fmt.Errorf("routing: %q: want one of %s", r, strings.Join(capsnet.RoutingNames(), ", "))
 		}
 	}
 	n := float64(max(len(g.Models), 1)) * float64(max(len(g.Depths), 1)*max(len(g.Capsules), 1)) * float64(max(len(g.Dims), 1)) *
@@ -172,10 +173,10 @@ func checkSettings(dataName, eval string, k int, target float64, epochs, batch, 
 // axes depth, capsules, dim, outermost first) outer, then routing, then
 // seed innermost; Index is the position, Dir runs/TTTTT-ARCH-ROUTING-sSEED
 // and Result results/TTTTT.json (TTTTT the index, five digits). A model
-// named with the routing axis must be a preset whose uniform twin
-// NAME-uniform is a preset too when Routing holds "uniform"; without it, a
-// config file is read (relative to the working directory) for its routing
-// kind.
+// named with the routing axis must be a preset whose twin NAME-KIND
+// (capsnet.PresetTwin) is a preset too for every kind KIND of Routing
+// other than the default; without it, a config file is read (relative to
+// the working directory) for its routing kind.
 func Expand(g Grid) ([]Task, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -205,24 +206,18 @@ func Expand(g Grid) ([]Task, error) {
 		}
 		for _, r := range routings {
 			model := a.model
-			if r == "uniform" {
-				model += "-uniform"
+			if r != "" {
+				model = capsnet.PresetTwin(a.model, r)
 			}
 			cfg, isPreset := presets[model]
 			if r != "" && !isPreset {
-				return nil, fmt.Errorf("model %s with routing %s: %s is not a preset (routing applies to presets with a uniform twin NAME-uniform; name config files without routing)", a.model, r, model)
+				return nil, fmt.Errorf("model %s with routing %s: %s is not a preset (routing applies to presets with twins NAME-KIND; name config files without routing)", a.model, r, model)
 			}
 			rk := r
 			if rk == "" { // the model's own routing kind: read its config
-				if !isPreset {
-					var err error
-					if cfg, err = capsnet.LoadConfig(model); err != nil {
-						return nil, fmt.Errorf("models: %w", err)
-					}
-				}
-				rk = "rba"
-				if len(cfg.Caps) > 0 && cfg.Caps[0].Routing == "uniform" {
-					rk = "uniform"
+				var err error
+				if rk, err = ownRouting(cfg, model, isPreset); err != nil {
+					return nil, err
 				}
 			}
 			for _, s := range g.Seeds {
@@ -235,6 +230,22 @@ func Expand(g Grid) ([]Task, error) {
 		}
 	}
 	return tasks, nil
+}
+
+// ownRouting returns the routing kind of model's first capsule layer:
+// cfg's for a preset, else its config file's.
+func ownRouting(cfg capsnet.Config, model string, isPreset bool) (string, error) {
+	if !isPreset {
+		var err error
+		if cfg, err = capsnet.LoadConfig(model); err != nil {
+			return "", fmt.Errorf("models: %w", err)
+		}
+	}
+	l, err := cfg.Resolve()
+	if err != nil {
+		return "", fmt.Errorf("models: %s: %w", model, err)
+	}
+	return l.Caps[0].Routing.Name, nil
 }
 
 // readBounded reads the file at path, refusing one larger than limit bytes

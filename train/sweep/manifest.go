@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
 
@@ -160,8 +161,8 @@ func (t Task) check(i int, seen map[string]int) error {
 		}
 		seen[key] = i
 	}
-	if t.Routing != "rba" && t.Routing != "uniform" {
-		return fmt.Errorf("field routing: %q: want rba or uniform", trunc(t.Routing))
+	if _, err := capsnet.LookupRouting(t.Routing); err != nil {
+		return fmt.Errorf("field routing: %q: want one of %s", trunc(t.Routing), strings.Join(capsnet.RoutingNames(), ", "))
 	}
 	for _, f := range []struct {
 		name string

@@ -140,6 +140,10 @@ func modelMemory(dir, model string, batch, threads int) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
+	l, err := cfg.Resolve()
+	if err != nil {
+		return Memory{}, err
+	}
 	var m Memory
 	threads = min(threads, batch)
 	// As train.NewTrainer: the first batch%threads replicas take one more.
@@ -148,19 +152,19 @@ func modelMemory(dir, model string, batch, threads int) (Memory, error) {
 		sizes[batch/threads+1] = batch % threads
 	}
 	for b, count := range sizes {
-		params, net, err := capsnet.TrainingPlan(cfg, b, false)
+		params, net, err := l.TrainingPlan(b, false)
 		if err != nil {
 			return Memory{}, err
 		}
 		m.Params = params.Total
 		m.Replicas += int64(count) * net.Total
 	}
-	_, inf, err := capsnet.TrainingPlan(cfg, batch, true)
+	_, inf, err := l.TrainingPlan(batch, true)
 	if err != nil {
 		return Memory{}, err
 	}
 	m.Analysis = inf.Total
-	if m.Optimizer, err = optimizerBytes(cfg); err != nil {
+	if m.Optimizer, err = optimizerBytes(l); err != nil {
 		return Memory{}, err
 	}
 	return m, nil
@@ -172,13 +176,9 @@ var errPlanned = errors.New("planned")
 // optimizerBytes is the size of train.Trainer's optimizer arena (a
 // gradient and Adam's two moments per parameter, declared as it declares
 // them), planned without allocating it.
-func optimizerBytes(cfg capsnet.Config) (int64, error) {
-	specs, err := cfg.ParamSpecs()
-	if err != nil {
-		return 0, err
-	}
+func optimizerBytes(l *capsnet.Layout) (int64, error) {
 	a := graph.NewArena()
-	for _, sp := range specs {
+	for _, sp := range l.Params {
 		n := 1
 		for _, d := range sp.TorchShape {
 			n *= d
