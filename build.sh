@@ -10,7 +10,7 @@
 #                      bin/linux-arm64/ (emptied first; git ignores bin/), each one's size printed,
 #                      a missing tool named and skipped
 #   ./build.sh cluster-test
-#                      issue 12's real-cluster test (root, apt-get): a single-node Slurm cluster
+#                      the real-cluster test (root, apt-get): a single-node Slurm cluster
 #                      (.ci/slurm-cluster.sh), the tiny sweep as an array job with one task preempted
 #                      and requeued, sweep collect, every result bitwise equal to the tasks run
 #                      without Slurm; ./build.sh test runs it in CI (CI set)

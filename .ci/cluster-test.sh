@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CI cluster test of issue 12: the tiny sweep as a Slurm array job on a real single-node cluster
+# The CI cluster test: the tiny sweep as a Slurm array job on a real single-node cluster
 # (.ci/slurm-cluster.sh), one task preempted mid-run (SIGTERM to its batch step, which is `exec sweep
 # run`: it saves and exits 143) and requeued; then `sweep collect`; then every task run again one by
 # one without Slurm in a second directory: each result must be present, done, and have the same
@@ -35,7 +35,7 @@ die() {
 }
 
 if [ -z "${CAPSTAN_SWEEP_BIN:-}" ] && [ ! -d tools/sweep ]; then
-	echo "SKIP: ./tools/sweep is missing (issue 12 items 1-4 not merged yet): no sweep to run on the cluster"
+	echo "SKIP: ./tools/sweep is missing : no sweep to run on the cluster"
 	exit 3
 fi
 

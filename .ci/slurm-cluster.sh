@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real single-node Slurm cluster on this machine, for CI (issue 12, item 5).
+# A real single-node Slurm cluster on this machine, for CI.
 #
 #   .ci/slurm-cluster.sh up       install slurm-wlm and munge when missing, start munged, slurmctld and
 #                                 slurmd for this host, wait until its node is idle

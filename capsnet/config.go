@@ -12,7 +12,7 @@ import (
 )
 
 // Config describes a CapsNet completely: every size is configuration, not
-// code (spec §2). It is stored as JSON in checkpoints' __metadata__ "config".
+// code (docs/semantics.md §2). It is stored as JSON in checkpoints' __metadata__ "config".
 type Config struct {
 	// Name is a free label ("sabour", "deep", or the preset it came from).
 	Name string `json:"name"`
@@ -22,7 +22,7 @@ type Config struct {
 	// output channels are viewed as PrimaryMaps maps of PrimaryDim channels.
 	Convs []ConvConfig `json:"convs"`
 	// PrimaryDim is the primary capsules' dimension d: channels map·d … map·d+d−1
-	// at one position form capsule map·H·W + y·W + x (spec §2).
+	// at one position form capsule map·H·W + y·W + x (docs/semantics.md §2).
 	PrimaryDim int `json:"primary_dim"`
 	// PrimarySquash is "mazzia" or "sabour".
 	PrimarySquash string `json:"primary_squash"`
@@ -97,7 +97,7 @@ type LossConfig struct {
 	MMinus float32 `json:"m_minus"`
 	Lambda float32 `json:"lambda"`
 	Alpha  float32 `json:"alpha"`
-	// Recon says what α weighs: "sum" (or empty, spec §4: the sum of
+	// Recon says what α weighs: "sum" (or empty, docs/semantics.md §4: the sum of
 	// squared pixel errors) or "mean" (their mean over the pixels, the
 	// Keras "mse" convention behind the literature's 0.392 = 784·0.0005).
 	Recon string `json:"recon,omitempty"`
@@ -112,7 +112,7 @@ func (l LossConfig) ReconWeight(pixels int) float32 {
 	return l.Alpha
 }
 
-// Sabour returns the original CapsNet (spec §2).
+// Sabour returns the original CapsNet (docs/semantics.md §2).
 func Sabour() Config {
 	return Config{
 		Name:  "sabour",
@@ -131,17 +131,17 @@ func Sabour() Config {
 }
 
 // Deep returns the paper's model with n capsules of dimension d per layer,
-// L capsule layers and r routing iterations on 40×40 inputs (spec §2);
+// L capsule layers and r routing iterations on 40×40 inputs (docs/semantics.md §2);
 // uniform selects the uniform-routing baseline.
 //
 // Its α = 0.392 weighs the per-pixel mean of the squared reconstruction
-// error (Loss.Recon "mean"), not the sum of spec §4: 0.392 = 784·0.0005 is
+// error (Loss.Recon "mean"), not the sum of docs/semantics.md §4: 0.392 = 784·0.0005 is
 // the Keras-era convention for "Sabour's 0.0005 on the sum, written as a
 // weight on the MSE", which the paper's recipe inherits. On the sum over
 // 1600 pixels the reconstruction term outweighs the margin loss 20–40× and
 // the model learns far slower (measured on full MNIST-40: 21% vs 89%
 // validation accuracy after one epoch, 78% after 23; docs/benchmarks.md).
-// Set "recon": "sum" in a config for the spec's literal loss; the test
+// Set "recon": "sum" in a config for the paper's literal loss; the test
 // models (tiny-*) keep it, as the PyTorch oracle does.
 func Deep(n, d, L, r int, uniform bool) Config {
 	kind := DefaultRouting()
@@ -211,7 +211,7 @@ func DeepInitStd(dIn int) float64 { return 1.5 / math.Sqrt(float64(dIn)) }
 // tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), the
 // paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64, routing by
 // agreement, r 10) and its uniform-routing twins deep-nN-dD-LL-uniform
-// (the baseline beside each grid model, issue 12's sweeps).
+// (the baseline beside each grid model in the sweeps).
 func Presets() map[string]Config {
 	p := map[string]Config{"sabour": Sabour()}
 	for i := range RoutingKinds {
@@ -222,7 +222,7 @@ func Presets() map[string]Config {
 	// The dead-capsule investigation's variants of deep (docs/reproduction.md):
 	// the votes matrices initialised with Keras' he_normal or
 	// glorot_uniform (the paper's lineage, see CapsConfig.Init), and the
-	// spec's literal loss (α on the sum of squared pixel errors).
+	// the paper's literal loss (α on the sum of squared pixel errors).
 	for name, init := range map[string]string{"deep-he-normal": "he_normal", "deep-glorot-uniform": "glorot_uniform"} {
 		c := Deep(16, 8, 4, 10, false)
 		c.Name = name

@@ -23,14 +23,14 @@ func TestPresetsValidate(t *testing.T) {
 	}
 	for name, c := range ps {
 		full := c.Input[1] == 40
-		if name == "deep-sum-loss" { // the variant with the spec's literal loss
+		if name == "deep-sum-loss" { // the variant with the paper's literal loss
 			if c.Loss.Recon != "sum" {
 				t.Errorf("preset deep-sum-loss: loss.recon %q, want sum", c.Loss.Recon)
 			}
 			continue
 		}
 		if want := map[bool]string{true: "mean", false: ""}[full]; c.Loss.Recon != want {
-			t.Errorf("preset %s: loss.recon %q, want %q (40×40 deep models: the paper's α on the MSE; others: spec §4's sum)", name, c.Loss.Recon, want)
+			t.Errorf("preset %s: loss.recon %q, want %q (40×40 deep models: the paper's α on the MSE; others: docs/semantics.md §4's sum)", name, c.Loss.Recon, want)
 		}
 	}
 	g, err := Sabour().Geometry()

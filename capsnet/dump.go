@@ -9,7 +9,7 @@ import (
 
 // Dump runs one forward and backward pass of the model on a batch (x in
 // NCHW, labels as the classes) with the decoder masked by the label, as the
-// PyTorch reference does, and returns the tensors of spec §8 under their
+// PyTorch reference does, and returns the tensors of docs/semantics.md §8 under their
 // names and PyTorch layouts: loss (1), norms (B, classes), recon
 // (B, pixels), trace.0.v (primary capsules, (B, n, d)), per capsule layer K
 // trace.K.v (B, n_out, d) and trace.K.c (B, n_in, n_out, last-iteration

@@ -12,7 +12,7 @@ import (
 	"github.com/capstan-ml/capstan/kernels"
 )
 
-// oracleTol is the agreement demanded with PyTorch (spec §8). Both sides
+// oracleTol is the agreement demanded with PyTorch (docs/semantics.md §8). Both sides
 // compute in float32 but sum in different orders (PyTorch's oneDNN/OpenBLAS
 // kernels block their reductions differently from ours), so errors of a few
 // ulp per addition accumulate over reductions of up to ~2000 terms (conv1)

@@ -10,7 +10,7 @@ import (
 // DumpFiles is the file form of Dump: it loads the weights (a checkpoint or
 // a PyTorch state dict; cfg names the model when the file has no config
 // metadata), reads the batch file (safetensors with x (B, C, H, W) and y (B)
-// as floats holding class numbers) and writes the spec §8 tensors to out,
+// as floats holding class numbers) and writes the docs/semantics.md §8 tensors to out,
 // atomically.
 func DumpFiles(cfg *Config, weights, batch, out string) error {
 	ck, err := ReadCheckpoint(weights)

@@ -386,7 +386,7 @@ func (n *Net) MaskByLabel() bool { return n.maskByLabel }
 func (n *Net) SetMaskByLabel(on bool) { n.maskByLabel = on }
 
 // Loss returns the last Forward's batch-mean margin and reconstruction
-// losses and their total L_m + α·L_r (spec §4; α/pixels when the config's
+// losses and their total L_m + α·L_r (docs/semantics.md §4; α/pixels when the config's
 // loss.recon is "mean"). recon is always the per-image sum L_r.
 func (n *Net) Loss() (margin, recon, total float64) {
 	return n.lossM, n.lossR, n.lossM + float64(n.reconWeight)*n.lossR

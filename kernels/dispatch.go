@@ -101,7 +101,7 @@ type ops struct {
 	requant func(rows, cols int, q []int8, acc []int32, mul, add []float32, lo float32)
 }
 
-// Squash selects the squash non-linearity (spec §3).
+// Squash selects the squash non-linearity (docs/semantics.md §3).
 type Squash int
 
 const (

@@ -47,7 +47,7 @@ func nnSquashCheck(fn string, kind Squash, b, d, n int) error {
 	return nil
 }
 
-// SquashForward computes v = squash(s) (spec §3, with ε = SquashEps under
+// SquashForward computes v = squash(s) (docs/semantics.md §3, with ε = SquashEps under
 // the square root) for b samples of n capsules of dimension d. Each sample
 // is stored component-major: s[(k·d + l)·n + i] is component l of capsule
 // i of sample k (layout (B, D, N)). v is overwritten.
@@ -97,7 +97,7 @@ func SquashBackward(kind Squash, b, d, n int, s, dv, ds []float32) error {
 	return nil
 }
 
-// MarginParams are the constants of the margin loss (spec §4).
+// MarginParams are the constants of the margin loss (docs/semantics.md §4).
 type MarginParams struct {
 	MPlus  float32 // m⁺, the target length of the true class (0.9)
 	MMinus float32 // m⁻, the length other classes are pushed below (0.1)
@@ -105,7 +105,7 @@ type MarginParams struct {
 	Eps    float32 // ε in |v| = sqrt(|v|² + ε) (1e-7)
 }
 
-// DefaultMarginParams returns the spec's m⁺ = 0.9, m⁻ = 0.1, λ = 0.5,
+// DefaultMarginParams returns the paper's m⁺ (docs/semantics.md §4) = 0.9, m⁻ = 0.1, λ = 0.5,
 // ε = 1e-7.
 func DefaultMarginParams() MarginParams {
 	return MarginParams{MPlus: 0.9, MMinus: 0.1, Lambda: 0.5, Eps: SquashEps}
@@ -123,7 +123,7 @@ func nnLabels(fn string, labels []int, b, nClass int) error {
 	return nil
 }
 
-// MarginLoss returns the batch mean of the margin loss (spec §4)
+// MarginLoss returns the batch mean of the margin loss (docs/semantics.md §4)
 //
 //	L_m = Σ_j t_j·max(0, m⁺ − |v_j|)² + λ·(1 − t_j)·max(0, |v_j| − m⁻)²
 //
@@ -275,7 +275,7 @@ func ReconLoss(alpha float32, b, n int, recon, x, drecon []float32) (float32, er
 // MaskCapsules keeps, for each of b samples, only capsule labels[k] of its
 // nClass capsules of dimension d (component-major input v, as MarginLoss)
 // and writes them flattened j-major for the decoder: out[k·nClass·d + j·d
-// + l] = v[(k·d + l)·nClass + j] if j = labels[k], else 0 (spec §4). out is
+// + l] = v[(k·d + l)·nClass + j] if j = labels[k], else 0 (docs/semantics.md §4). out is
 // overwritten. Labels out of range are an error.
 func MaskCapsules(b, d, nClass int, v []float32, labels []int, out []float32) error {
 	const fn = "MaskCapsules"
@@ -560,7 +560,7 @@ type AdamParams struct {
 	WeightDecay float64 // L2 coefficient added to the gradient (1e-6)
 }
 
-// DefaultAdamParams returns the training defaults of spec §5: lr 1e-3,
+// DefaultAdamParams returns the training defaults of docs/semantics.md §5: lr 1e-3,
 // β1 0.9, β2 0.999, ε 1e-8, weight decay 1e-6.
 func DefaultAdamParams() AdamParams {
 	return AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-6}

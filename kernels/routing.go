@@ -7,7 +7,7 @@ import "fmt"
 type RoutingKind int
 
 const (
-	// RoutingRBA is routing by agreement (spec §3): Iters iterations of
+	// RoutingRBA is routing by agreement (docs/semantics.md §3): Iters iterations of
 	// softmax couplings from the prior and the agreement updates.
 	RoutingRBA RoutingKind = iota
 	// RoutingUniform is the paper's uniform-routing baseline: couplings
@@ -33,7 +33,7 @@ func (k RoutingKind) String() string {
 // its logits and prior); a non-iterative kind makes one pass.
 func (k RoutingKind) Iterative() bool { return k == RoutingRBA }
 
-// RoutingShape describes routing by agreement (spec §3) between NIn input
+// RoutingShape describes routing by agreement (docs/semantics.md §3) between NIn input
 // capsules and NOut output capsules of dimension D, for Batch samples.
 // Kind selects the algorithm (RoutingRBA, or the baseline RoutingUniform); Iters is the number of iterations r (>= 1;
 // ignored by a kind that is not Iterative). Squash selects the
@@ -160,7 +160,7 @@ func (sh RoutingShape) checkArgs(fn, vName string, v, c, uhat, prior, work []flo
 	return nil
 }
 
-// RoutingForward runs routing by agreement exactly as spec §3, per sample b:
+// RoutingForward runs routing by agreement exactly as docs/semantics.md §3, per sample b:
 //
 //	logits = prior (zeros when prior is nil)
 //	for t = 1..r:
@@ -273,7 +273,7 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 
 // RoutingBackward is the exact gradient of RoutingForward (reverse-mode
 // differentiation through every iteration, as PyTorch's autograd does on
-// the loop of spec §3): given dv = ∂L/∂v (Batch, D, NOut), it writes
+// the loop of docs/semantics.md §3): given dv = ∂L/∂v (Batch, D, NOut), it writes
 // duhat = ∂L/∂uhat (Batch, NOut, D, NIn), overwritten, including the paths
 // through the agreement updates, and accumulates dprior += ∂L/∂prior
 // (NOut, NIn) summed over the batch. dprior may be nil when the prior is not

@@ -10,11 +10,11 @@ import (
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
 
-// The routing references below are straight loops written from spec §3,
+// The routing references below are straight loops written from docs/semantics.md §3,
 // generic over float32 and float64 like votesRef (votes_test.go).
 
 // squashRefFactor returns f and df/dq for v = f(q)·s, q = |s|², written
-// from spec §3 directly (independently of squashScale): with
+// from docs/semantics.md §3 directly (independently of squashScale): with
 // n = sqrt(q + ε), dn/dq = 1/(2n).
 func squashRefFactor[T capsFloat](kind Squash, q T) (f, dfdq T) {
 	qq := float64(q)
@@ -48,7 +48,7 @@ func capsMat[T capsFloat](r, c int) [][]T {
 	return m
 }
 
-// routingRefSample runs the loop of spec §3 for sample b and returns its
+// routingRefSample runs the loop of docs/semantics.md §3 for sample b and returns its
 // trace.
 func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) routingTrace[T] {
 	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
@@ -235,8 +235,8 @@ func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, p
 // next, so they add up over the r iterations. Softmax, squash and their
 // gradients are Lipschitz with constants of order one at these magnitudes
 // (inputs in [−1, 1]), and Σ|terms| is bounded by a small multiple of the
-// largest output. The Mazzia squash computes 1 − e^{−n} in float32 (spec
-// formula), which cancels for a short capsule: its factor and derivative
+// largest output. The Mazzia squash computes 1 − e^{−n} in float32 (the formula
+// of docs/semantics.md §3), which cancels for a short capsule: its factor and derivative
 // have relative errors of order u/n, so cond = max(1, 1/n_min) with n_min
 // the shortest squash input over all iterations (1 for Sabour's squash,
 // which does not cancel). The largest observed ratio is logged; a wrong
@@ -539,7 +539,7 @@ func TestCapsFiniteDifferences(t *testing.T) {
 }
 
 // TestCapsOracle reproduces the PyTorch reference's capsule layers
-// (testdata/oracle, produced by ../shared/peers/torch_capsnet.py): for every
+// (testdata/oracle, written by the PyTorch reference implementation, an external peer not in this repository): for every
 // capsule layer K, votes and routing applied to the recorded input
 // trace.(K-1).v with the layer's weights must give trace.K.v and trace.K.c.
 // The weights, prior and capsules go through the exported converters.

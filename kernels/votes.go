@@ -12,7 +12,7 @@ import (
 // Internal layouts (see docs/kernels.md, "Tensor layouts"), all row-major:
 //
 //	u    (Batch, DIn, NIn)          u[b,l,i]: component l of input capsule i
-//	W    (NOut, DOut, DIn, NIn)     W[j,k,l,i]: W[j,i] of spec §3, entry (k,l)
+//	W    (NOut, DOut, DIn, NIn)     W[j,k,l,i]: W[j,i] of docs/semantics.md §3, entry (k,l)
 //	uhat (Batch, NOut, DOut, NIn)   uhat[b,j,k,i]: component k of the vote of i for j
 //
 // so that uhat[b,j,k,i] = Σ_l W[j,k,l,i]·u[b,l,i]. Use VotesWeightsFromTorch
@@ -142,7 +142,7 @@ func capsSpan(x []float32, off, k, ld, n int) []float32 {
 }
 
 // VotesForward computes the votes uhat[b,j,k,i] = Σ_l W[j,k,l,i]·u[b,l,i]
-// (spec §3, û = W[j,i]·u_i) in the layouts of VotesShape. uhat is
+// (docs/semantics.md §3, û = W[j,i]·u_i) in the layouts of VotesShape. uhat is
 // overwritten. Input capsules are processed in blocks so that a block of W
 // stays in cache across the batch. NaN and Inf propagate as in IEEE
 // arithmetic.
@@ -310,7 +310,7 @@ func VotesBackward(sh VotesShape, dw, du, w, u, duhat []float32) error {
 }
 
 // VotesWeightsFromTorch converts votes matrices from the PyTorch layout
-// src (NOut, NIn, DOut, DIn) of spec §1 to the internal layout dst (NOut,
+// src (NOut, NIn, DOut, DIn) of docs/semantics.md §1 to the internal layout dst (NOut,
 // DOut, DIn, NIn). sh.Batch is ignored. It does not allocate and returns an
 // error on a bad shape or length.
 func VotesWeightsFromTorch(sh VotesShape, dst, src []float32) error {

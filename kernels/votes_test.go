@@ -94,7 +94,7 @@ func gammaTol(k int, absSum float64) float64 {
 	return 2*g*absSum + 1e-30
 }
 
-// Straight-loop references of the capsule kernels, written from spec §3 over
+// Straight-loop references of the capsule kernels, written from docs/semantics.md §3 over
 // the internal layouts without the primitive table, so that the tests do not
 // depend on it. They are generic: float32 to compare with the kernels in the
 // same precision, float64 as the accurate value the kernels are checked

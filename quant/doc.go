@@ -1,6 +1,6 @@
-// Package quant is the int8 side of Capstan (issue 11): post-training
+// Package quant is the int8 side of Capstan: post-training
 // quantization of a float checkpoint into an int8 model, the model's file
-// format, and (later) the int8 inference graph that runs it with the
+// format, and the int8 inference graph (NewNet) that runs it with the
 // kernels.GemmI8 family.
 //
 // # Scheme

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
 
@@ -24,7 +25,7 @@ const actSuffix = ".act_scale"
 // Save writes the model to path atomically (temp file, fsync, rename) in
 // the format of the package doc (see Encode).
 func (m *Model) Save(path string) error {
-	return safetensors.WriteAtomic(path, m.Encode)
+	return atomicfile.Write(path, m.Encode)
 }
 
 // Encode writes the model to w in the format of the package doc. A tensor

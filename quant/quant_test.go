@@ -274,7 +274,7 @@ func hostileFiles(p *capsnet.Params, st *safetensors.File) []hostileFile {
 
 // TestFileSize measures the int8 model file against the float checkpoint
 // of freshly initialised deep and sabour-small models, both granularities:
-// issue 11's target is at most 0.27× (int8 weights are a quarter of the
+// the int8 target is at most 0.27× (int8 weights are a quarter of the
 // float bytes; scales, biases, priors and the header add the rest).
 func TestFileSize(t *testing.T) {
 	if testing.Short() {

@@ -13,7 +13,7 @@ import (
 	"github.com/capstan-ml/capstan/train/data"
 )
 
-// Options configures a training run (defaults: spec §5, DefaultOptions).
+// Options configures a training run (defaults: docs/semantics.md §5, DefaultOptions).
 type Options struct {
 	Model      capsnet.Config
 	Train, Val *data.Dataset
@@ -68,7 +68,7 @@ type Options struct {
 	Telemetry bool
 }
 
-// DefaultOptions returns the paper's recipe (spec §5) for a model.
+// DefaultOptions returns the paper's recipe (docs/semantics.md §5) for a model.
 func DefaultOptions(m capsnet.Config) Options {
 	return Options{Model: m, Batch: 512, Threads: 1, Epochs: 10, LR: 1e-3, LRDecay: 0.97, WeightDecay: 1e-6, Seed: 1, Log: io.Discard, Canvas: 40}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/kernels"
 	"github.com/capstan-ml/capstan/train/telemetry"
@@ -171,7 +172,7 @@ func (d *runDir) clean(keep string) error {
 // (the interrupted epoch's partial figures).
 func (d *runDir) writeMetrics(history []EpochMetrics, extra *EpochMetrics) error {
 	b := metricsFile(history, extra)
-	err := safetensors.WriteAtomic(filepath.Join(d.path, MetricsName), func(w io.Writer) error {
+	err := atomicfile.Write(filepath.Join(d.path, MetricsName), func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})
@@ -229,7 +230,7 @@ func (d *runDir) commit(t *Trainer, st runState) error {
 	}
 	optName := optimizerFile(t.Step)
 	fault("save")
-	err := safetensors.WriteAtomic(filepath.Join(d.path, optName), func(w io.Writer) error {
+	err := atomicfile.Write(filepath.Join(d.path, optName), func(w io.Writer) error {
 		return safetensors.Encode(faultWriter{w, "write-optimizer"}, opt, map[string]string{"epoch": meta["epoch"], "step": meta["step"], "batch": meta["batch"]})
 	})
 	if err != nil {
@@ -241,7 +242,7 @@ func (d *runDir) commit(t *Trainer, st runState) error {
 	for k, v := range meta {
 		ckMeta[k] = v
 	}
-	err = safetensors.WriteAtomic(d.checkpoint(), func(w io.Writer) error {
+	err = atomicfile.Write(d.checkpoint(), func(w io.Writer) error {
 		return safetensors.Encode(faultWriter{w, "write-checkpoint"}, t.P.TorchTensors(), ckMeta)
 	})
 	if err != nil {

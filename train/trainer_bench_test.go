@@ -15,7 +15,7 @@ import (
 
 // BenchmarkTrainStep times a full training step (forward, backward,
 // gradient reduction, Adam) on the shapes the PyTorch peer's bench uses
-// (../shared/peers/torch_capsnet.py bench MODEL BATCH THREADS), reporting
+// (the external PyTorch reference's bench MODEL BATCH THREADS; docs/benchmarks.md), reporting
 // img/s so the two can be compared in one session.
 func BenchmarkTrainStep(b *testing.B) {
 	for _, c := range benchCases() {

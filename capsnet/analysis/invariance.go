@@ -7,7 +7,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 )
 
-// Invariance accumulates the viewpoint invariance of spec §7 for one
+// Invariance accumulates the viewpoint invariance of docs/semantics.md §7 for one
 // transformation at one magnitude: for every capsule, the correlation
 // corr = v1·v2 / (|v1|·|v2|) of its norms v1 on the original images and
 // v2 on the transformed ones, over every image pair added. It keeps three

@@ -7,7 +7,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 )
 
-// Thresholds are the constants of spec §7, which the paper does not give:
+// Thresholds are the constants of docs/semantics.md §7, which the paper does not give:
 // a capsule is active in an image when its norm is ≥ Active; it is dead in
 // a layer when the mean of its norms over the images is ≤ Dead1 and their
 // standard deviation is ≤ Dead2. Every report states them.
@@ -15,7 +15,7 @@ type Thresholds struct {
 	Active, Dead1, Dead2 float64
 }
 
-// DefaultThresholds returns spec §7's defaults: ε_active = 0.05,
+// DefaultThresholds returns docs/semantics.md §7's defaults: ε_active = 0.05,
 // ε₁ = ε₂ = 0.01.
 func DefaultThresholds() Thresholds { return Thresholds{Active: 0.05, Dead1: 0.01, Dead2: 0.01} }
 
@@ -178,7 +178,7 @@ func (s *Stats) AddCouplings(l int, c []float32, shape capsnet.CouplingShape, n 
 	return nil
 }
 
-// LayerReport holds the statistics of one capsule layer (spec §7) over K
+// LayerReport holds the statistics of one capsule layer (docs/semantics.md §7) over K
 // images.
 type LayerReport struct {
 	Name string

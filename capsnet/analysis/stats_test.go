@@ -195,7 +195,7 @@ func TestNoAliveInput(t *testing.T) {
 }
 
 // reference computes the statistics of all images at once, two-pass, as
-// spec §7 writes them.
+// docs/semantics.md §7 writes them.
 func reference(norms [][][]float64, c [][][]float64, th Thresholds) (cns, cas []float64, dead [][]bool, dyr float64) {
 	for _, layer := range norms { // layer[b][i]
 		k, n := len(layer), len(layer[0])

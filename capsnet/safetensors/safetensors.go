@@ -9,8 +9,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 )
 
 // Tensor is one named tensor of a safetensors file, in row-major order
@@ -441,10 +442,10 @@ func checkEntry(name string, e entry) (span, error) {
 }
 
 // Write writes tensors (sorted by name, F32 or I8) and metadata to path
-// atomically (see WriteAtomic): path is never left half-written, and a
+// atomically (package atomicfile): path is never left half-written, and a
 // full disk leaves the old file intact and returns an error.
 func Write(path string, tensors map[string]Tensor, metadata map[string]string) error {
-	return WriteAtomic(path, func(w io.Writer) error { return Encode(w, tensors, metadata) })
+	return atomicfile.Write(path, func(w io.Writer) error { return Encode(w, tensors, metadata) })
 }
 
 // Encode writes tensors (sorted by name) and metadata to w in the
@@ -523,48 +524,4 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 	}
 	_, err = w.Write(buf)
 	return err
-}
-
-// WriteAtomic writes path via a temporary file in the same directory: fill
-// writes the content, then the file is fsynced, closed and renamed over
-// path, and the directory is fsynced. On any error the temporary file is
-// removed, path is untouched and the error names path.
-func WriteAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
-	}()
-	if err = fill(tmp); err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; a checkpoint or a dump is an output
-	// like the others (0644).
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil && !errors.Is(serr, os.ErrInvalid) {
-			return serr
-		}
-	}
-	return nil
 }

@@ -1,5 +1,5 @@
 // Command analyze prints the parse-tree statistics of "Why Capsule Neural
-// Networks Do Not Scale" (spec §7) for one or more checkpoints: the
+// Networks Do Not Scale" (docs/semantics.md §7) for one or more checkpoints: the
 // paper's Table 1 (capsules alive, dyr, dys per routing layer) and Table 2
 // (cnm, cns, car, cas, cdr, cds per capsule layer), as text or Markdown,
 // mean ± std over the checkpoints when several are given, with their
@@ -25,7 +25,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/study"
@@ -141,7 +141,7 @@ func run(args []string, stdout io.Writer) error {
 	if c.json == "" {
 		return nil
 	}
-	if err := safetensors.WriteAtomic(c.json, res.WriteJSON); err != nil {
+	if err := atomicfile.Write(c.json, res.WriteJSON); err != nil {
 		return fmt.Errorf("-json %s: %w", c.json, err)
 	}
 	return nil

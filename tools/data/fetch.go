@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,68 +12,23 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
-// writeAtomic writes the content of r to dir/name so that dir/name is
-// either absent, its old content, or the whole new content, never a
-// partial file: it writes a temporary file in dir (same file system),
-// fsyncs it, runs verify on it (a nil verify accepts), and only then
-// renames it over dir/name and fsyncs dir. On any error the temporary file
-// is removed and dir/name is left as it was. It returns the bytes written.
+// writeAtomic writes the content of r to dir/name (made if missing) with
+// atomicfile: dir/name is either absent, its old content, or the whole new
+// content, never a partial file; verify (nil accepts) checks the complete
+// temporary file before the rename. It returns the bytes written.
 func writeAtomic(dir, name string, r io.Reader, verify func(tmpPath string) error) (n int64, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return 0, err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if n, err = io.Copy(f, r); err != nil {
-		return n, fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err = f.Sync(); err != nil {
-		return n, fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err = f.Close(); err != nil {
-		return n, fmt.Errorf("closing %s: %w", tmp, err)
-	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
-		return n, err
-	}
-	if verify != nil {
-		if err = verify(tmp); err != nil {
-			return n, err
-		}
-	}
-	final := filepath.Join(dir, name)
-	if err = os.Rename(tmp, final); err != nil {
-		return n, err
-	}
-	if err = syncDir(dir); err != nil {
-		return n, fmt.Errorf("%s written, but fsync of its directory failed: %w", final, err)
-	}
-	return n, nil
-}
-
-// syncDir fsyncs a directory so a rename in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
+	err = atomicfile.WriteWith(filepath.Join(dir, name), atomicfile.Options{Verify: verify}, func(w io.Writer) error {
+		n, err = io.Copy(w, r)
 		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
+	})
+	return n, err
 }
 
 // fileSHA256 returns the hex SHA-256 of the file at p, of its decompressed

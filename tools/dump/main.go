@@ -1,5 +1,5 @@
 // Command dump runs one forward and backward pass of a model on a batch and
-// writes every intermediate the PyTorch reference's oracle writes (spec §8):
+// writes every intermediate the PyTorch reference's oracle writes (docs/semantics.md §8):
 // loss, norms, recon, trace.K.v (capsules of layer K; K = 0 is the primary
 // capsules), trace.K.c (last-iteration couplings), grad.NAME. Researchers
 // use it to extract the routing of a batch; the tests use it to match
@@ -31,7 +31,7 @@ func main() {
 }
 
 const (
-	summary = "dump: writes every intermediate of one forward and backward pass on a batch (spec §8); usage: dump -weights W -batch B -out OUT [flags]"
+	summary = "dump: writes every intermediate of one forward and backward pass on a batch (docs/semantics.md §8); usage: dump -weights W -batch B -out OUT [flags]"
 	notes   = `The batch file is a safetensors file with x (B, C, H, W) and y (B, class
 numbers as floats). Exit status: 0 done, 1 error (a file or model), 2 bad
 flag, flag value or argument.

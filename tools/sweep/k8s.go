@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/sweep"
 )
@@ -63,7 +64,7 @@ func k8sCmd(args []string) error {
 	if path == "" {
 		path = filepath.Join(filepath.Dir(*manifest), "k8s-job.json")
 	}
-	if err := sweep.WriteFile(path, job); err != nil {
+	if err := atomicfile.WriteBytes(path, job); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %s: %d tasks\n", path, len(tasks))

@@ -12,11 +12,11 @@ const (
 	// PlacementNone copies images unchanged: batch images have the
 	// dataset's size.
 	PlacementNone Placement = iota
-	// PlacementCenter centers each image on the canvas (spec §5
+	// PlacementCenter centers each image on the canvas (docs/semantics.md §5
 	// validation images: MNIST digits centered on 40×40).
 	PlacementCenter
 	// PlacementRandom puts each image at a uniformly random position on
-	// the canvas, drawn afresh per sample and epoch (spec §5 training
+	// the canvas, drawn afresh per sample and epoch (docs/semantics.md §5 training
 	// images; see PlaceRandom).
 	PlacementRandom
 	// PlacementAffNIST pads each image to the canvas and applies a random

@@ -6,7 +6,7 @@
 // subset (LoadEmbeddedMNIST, from capstan.EmbeddedMNIST), CIFAR10's binary
 // format, the data cache directory and the Find*/Load*/LoadNamed look-up,
 // the canvas placement (centred, random, shifted), affine maps and the
-// generated AffNIST of spec §6 with the viewpoint families (transform.go),
+// generated AffNIST of docs/semantics.md §6 with the viewpoint families (transform.go),
 // the Batcher that turns a Dataset into reproducible batches (batch.go),
 // and PNG input (ReadPNG, ReadPNGInput: the size checked from the header
 // before the pixels are allocated).

@@ -97,7 +97,7 @@ var TestSets = func() []string {
 
 // LoadTest loads an evaluation set by name: the test split of a data set
 // (see LoadNamed), its validation split ("mnist-val": the last
-// ValidationSize training images, see LoadSplits), or AffNIST (spec §6,
+// ValidationSize training images, see LoadSplits), or AffNIST (docs/semantics.md §6,
 // seeded) generated from the MNIST ("affnist") or the embedded
 // ("affnist-embedded") test digits.
 func LoadTest(name, dir string, seed uint64) (*Dataset, error) {

@@ -54,7 +54,7 @@ type Set struct {
 	// for a set that is not in files (in the binary, or generated).
 	Subdir string
 	// Base is, for a set generated from another's test images (AffNIST,
-	// spec §6), that set's name; "" for a set of its own.
+	// docs/semantics.md §6), that set's name; "" for a set of its own.
 	Base string
 	// Source is where the images come from, as EvalWarning compares
 	// them: "mnist" for every set of MNIST digits.

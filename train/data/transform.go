@@ -79,7 +79,7 @@ func CenterOffset(dh, dw, sh, sw int) (y0, x0 int) {
 }
 
 // PlaceCenter clears dst and copies src centered on it (see CenterOffset):
-// the validation images of spec §5.
+// the validation images of docs/semantics.md §5.
 func PlaceCenter(dst, src Image) error {
 	y0, x0 := CenterOffset(dst.H, dst.W, src.H, src.W)
 	return PlaceAt(dst, src, y0, x0)
@@ -88,7 +88,7 @@ func PlaceCenter(dst, src Image) error {
 // PlaceRandom clears dst and copies src at a uniformly random position on
 // it: the row offset is rng.IntN(dst.H−src.H+1), then the column offset
 // rng.IntN(dst.W−src.W+1) (13 possible offsets per axis for 28 on 40), so
-// the whole image stays on the canvas (spec §5, training images). It
+// the whole image stays on the canvas (docs/semantics.md §5, training images). It
 // returns the offset used; the result is a function of the rng state only.
 func PlaceRandom(dst, src Image, rng *rand.Rand) (y0, x0 int, err error) {
 	if err := checkPair(dst, src); err != nil {
@@ -212,7 +212,7 @@ func (a Affine) inverse() ([2][2]float64, error) {
 
 // Apply writes into dst the image src under the map a. src is first placed
 // centered on dst's canvas (as PlaceCenter, so it may be smaller than dst:
-// a 28×28 digit on 40×40 is the padding of spec §6), then mapped about the
+// a 28×28 digit on 40×40 is the padding of docs/semantics.md §6), then mapped about the
 // canvas center with bilinear sampling (see Affine). Outputs stay in the
 // range of the inputs ([0,1] for dataset images). It does not allocate.
 // dst and src must not overlap.
@@ -274,7 +274,7 @@ type AffineRanges struct {
 	MaxTranslate          float64 // pixels
 }
 
-// AffNISTRanges are the ranges of spec §6: rotation ±20°, shear ±40°,
+// AffNISTRanges are the ranges of docs/semantics.md §6: rotation ±20°, shear ±40°,
 // scale 0.8–1.2, translation ±8 px in each direction.
 var AffNISTRanges = AffineRanges{MaxRotation: 20, MaxShear: 40, MinScale: 0.8, MaxScale: 1.2, MaxTranslate: 8}
 
@@ -323,7 +323,7 @@ func (g affnistGen) affine(seed uint64, i int) Affine {
 	return AffNISTRanges.Sample(g.rng)
 }
 
-// AffNIST generates the AffNIST set of spec §6 from src (MNIST-like,
+// AffNIST generates the AffNIST set of docs/semantics.md §6 from src (MNIST-like,
 // usually 1×28×28): every image is padded to 40×40 and transformed by a
 // random affine map (AffNISTRanges; see Affine for the conventions and
 // AffNISTAffine for the seeding). Deterministic for (src, seed). The result
@@ -348,7 +348,7 @@ func AffNIST(src *Dataset, seed uint64) (*Dataset, error) {
 }
 
 // Family is one kind of affine transformation for the viewpoint-invariance
-// analysis of spec §7.
+// analysis of docs/semantics.md §7.
 type Family int
 
 // The transformation families. For each, magnitude 0 is the identity:

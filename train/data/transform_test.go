@@ -325,7 +325,7 @@ func TestAffNIST(t *testing.T) {
 			t.Fatal("AffNIST of a prefix differs from the prefix of AffNIST")
 		}
 	}
-	// maps within the spec ranges, and they vary
+	// maps within the ranges of docs/semantics.md §6, and they vary
 	var prev Affine
 	for i := 0; i < 200; i++ {
 		m := AffNISTAffine(7, i)

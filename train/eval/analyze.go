@@ -9,7 +9,7 @@ import (
 	"github.com/capstan-ml/capstan/train/data"
 )
 
-// ParseTree computes the parse-tree statistics of spec §7 (see
+// ParseTree computes the parse-tree statistics of docs/semantics.md §7 (see
 // capsnet/analysis) of model p over the first k images of epoch 0 of b (k
 // ≤ 0: every image), in batches of b's size through one inference Net:
 // memory does not grow with k. The images must have the model's input
@@ -70,7 +70,7 @@ func ParseTreeScored(p *capsnet.Params, b *data.Batcher, k int, th analysis.Thre
 }
 
 // InvariancePoint is the viewpoint invariance of every capsule layer for
-// one transformation family at one magnitude (spec §7).
+// one transformation family at one magnitude (docs/semantics.md §7).
 type InvariancePoint struct {
 	Family    data.Family
 	Magnitude float64

@@ -10,7 +10,7 @@ import (
 	"math"
 
 	"github.com/capstan-ml/capstan/capsnet"
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -75,7 +75,7 @@ func ReconstructionFigureOf(p *capsnet.Params, b *data.Batcher, n, cols int) ([]
 // WriteFigure writes a figure's PNG bytes to path atomically (a temporary
 // file, synced, then renamed).
 func WriteFigure(path string, fig []byte) error {
-	return safetensors.WriteAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(fig)
 		return err
 	})

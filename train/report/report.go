@@ -1,4 +1,4 @@
-// Package report writes the parse-tree analysis of a CapsNet (spec §7,
+// Package report writes the parse-tree analysis of a CapsNet (docs/semantics.md §7,
 // the paper "Why Capsule Neural Networks Do Not Scale") as one
 // self-contained HTML file: the paper's Tables 1 and 2, parse trees of
 // sample images (Fig. 2) and of one digit under two transformations
@@ -79,7 +79,7 @@ type Input struct {
 	// Accuracy, when given, holds each checkpoint's accuracy on the
 	// analysed images (a fraction; in the order of Checkpoints).
 	Accuracy []float64
-	// Thresholds are the constants of spec §7 the statistics used.
+	// Thresholds are the constants of docs/semantics.md §7 the statistics used.
 	Thresholds analysis.Thresholds
 	// Tables are the paper's Tables 1 and 2 over the checkpoints.
 	Tables *analysis.Tables
@@ -321,7 +321,7 @@ func (in *Input) writeTables(b *strings.Builder) error {
 	if t.Models > 1 {
 		s += fmt.Sprintf(", mean ± std over %d models", t.Models)
 	}
-	figure.Note(b, "%s. Table 1: per routing layer, the capsules alive (not dead) on its input and output layers and the routing dynamics dyr and dys (spec §7). Table 2: per capsule layer, the capsule norm mean and sum (cnm, cns), the active capsule rate and count (car, cas) and the dead capsule rate and count (cdr, cds).", s)
+	figure.Note(b, "%s. Table 1: per routing layer, the capsules alive (not dead) on its input and output layers and the routing dynamics dyr and dys (docs/semantics.md §7). Table 2: per capsule layer, the capsule norm mean and sum (cnm, cns), the active capsule rate and count (car, cas) and the dead capsule rate and count (cdr, cds).", s)
 	t1, t2 := figure.PaperTables(t)
 	figure.WriteTable(b, t1)
 	figure.WriteTable(b, t2)

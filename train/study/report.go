@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/eval"
 	"github.com/capstan-ml/capstan/train/report"
@@ -68,7 +68,7 @@ func (r *Result) WriteReport(w io.Writer, o ReportOptions) error {
 	if err := m.runFiles(w, &in, o); err != nil {
 		return err
 	}
-	err := safetensors.WriteAtomic(o.Path, func(w io.Writer) error { return report.Write(w, in) })
+	err := atomicfile.Write(o.Path, func(w io.Writer) error { return report.Write(w, in) })
 	if err != nil {
 		return fieldErr("Path", fmt.Errorf("%s: %w", o.Path, err))
 	}

@@ -1,6 +1,6 @@
 // Package study analyses one or more checkpoints of one model
 // configuration on a data set the way "Why Capsule Neural Networks Do Not
-// Scale" does (spec §7): per checkpoint the parse-tree statistics (the
+// Scale" does (docs/semantics.md §7): per checkpoint the parse-tree statistics (the
 // paper's Tables 1 and 2), the per-capsule and per-coupling figures
 // behind its Fig. 3, the accuracy on the analysed images (from the same
 // pass) and optionally the viewpoint-invariance curves (Fig. 4); over all
@@ -38,7 +38,7 @@ type Options struct {
 	// Batch is the batch size, 1 to capsnet.MaxBatch (memory does not
 	// grow with K).
 	Batch int
-	// Thresholds are the constants of spec §7.
+	// Thresholds are the constants of docs/semantics.md §7.
 	Thresholds analysis.Thresholds
 	// Families are the transformation families whose invariance is
 	// measured, each over its default magnitudes; none: not measured.

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/train/report/figure"
 )
 
@@ -327,7 +328,7 @@ func (s *Summary) WriteFiles(markdown, htmlPath, jsonPath string) error {
 		if err := f.write(&b); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
-		if err := writeAtomic(f.path, b.Bytes(), 0o644); err != nil {
+		if err := atomicfile.WriteBytes(f.path, b.Bytes()); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 )
 
 // ManifestName is the manifest's file name in a sweep's directory.
@@ -35,7 +35,7 @@ func WriteManifest(path string, tasks []Task) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	err = safetensors.WriteAtomic(path, func(w io.Writer) error {
+	err = atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(b)
 		return err
 	})

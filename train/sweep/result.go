@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/capstan-ml/capstan/capsnet/analysis"
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 )
 
 // NullFloat is a float64 that JSON holds as null when it is NaN (which
@@ -117,7 +117,7 @@ func WriteResult(path string, r Result) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("result: %w", err)
 	}
-	err = safetensors.WriteAtomic(path, func(w io.Writer) error {
+	err = atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(append(b, '\n'))
 		return err
 	})

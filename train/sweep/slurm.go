@@ -13,10 +13,9 @@ import (
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/train/data"
-
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
 )
 
 // RuntimeMargin is the memory a task needs besides its model, optimizer
@@ -368,7 +367,10 @@ func WriteSlurm(manifestPath, path, script string) error {
 	if err := os.MkdirAll(filepath.Join(filepath.Dir(abs), "logs"), 0o755); err != nil {
 		return fmt.Errorf("slurm logs directory: %w", err)
 	}
-	return writeAtomic(path, []byte(script), 0o755)
+	return atomicfile.WriteWith(path, atomicfile.Options{Perm: 0o755}, func(w io.Writer) error {
+		_, err := io.WriteString(w, script)
+		return err
+	})
 }
 
 // Sbatch is the command SubmitSlurm runs (tests replace it).
@@ -399,18 +401,3 @@ func SubmitSlurm(path string) (string, error) {
 	}
 	return id, nil
 }
-
-// writeAtomic writes b to path through a temporary file in its directory,
-// synced and renamed over path (safetensors.WriteAtomic), then sets perm.
-func writeAtomic(path string, b []byte, perm os.FileMode) error {
-	if err := safetensors.WriteAtomic(path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Chmod(path, perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// WriteFile writes b to path atomically (temporary file, fsync, rename).
-func WriteFile(path string, b []byte) error { return writeAtomic(path, b, 0o644) }

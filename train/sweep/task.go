@@ -48,7 +48,7 @@ type RunOptions struct {
 // run directory (train.Run: resuming from the checkpoint there, holding
 // the directory's lock, saving when ctx is cancelled) until its target or
 // its epochs, analyses the final checkpoint on K images of the evaluation
-// set (eval.ParseTree, spec §7's default thresholds) and writes the result
+// set (eval.ParseTree, docs/semantics.md §7's default thresholds) and writes the result
 // file atomically. A model that cannot be built (an unknown preset, a bad
 // or too large config) gives a result with status "failed", so that the
 // sweep finishes without it.

@@ -46,7 +46,7 @@ func (c *stepCtx) Err() error {
 // TestRunTask trains the tiny preset's first task end to end (result file,
 // rerun returning at once), and the same task interrupted mid-epoch then
 // resumed in another directory: both end with the same parameters, bit for
-// bit (issue 12's target).
+// bit (the sweep's reproducibility target).
 func TestRunTask(t *testing.T) {
 	dir := t.TempDir()
 	task := tinyTask(t)

@@ -59,7 +59,7 @@ type Result struct {
 	TestAcc     float64 `json:"test_acc"`
 	EvalAcc     float64 `json:"eval_acc"`
 	TrainSecond float64 `json:"train_seconds"`
-	// Analysis is the parse-tree statistics of spec §7 on K images of the
+	// Analysis is the parse-tree statistics of docs/semantics.md §7 on K images of the
 	// evaluation set (Table 1 and 2 of one model; Collect summarizes the
 	// seeds of a model). NaN statistics (no alive input capsule) are
 	// written as null.

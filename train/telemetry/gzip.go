@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 )
 
 // GzipName is the compressed form of FileName that a run directory may
@@ -123,7 +123,7 @@ func unpack(dir string) (bool, error) {
 	}
 	defer rc.Close()
 	dst := filepath.Join(dir, FileName)
-	err = safetensors.WriteAtomic(dst, func(w io.Writer) error {
+	err = atomicfile.Write(dst, func(w io.Writer) error {
 		n, err := io.Copy(w, io.LimitReader(rc, MaxUnpackedBytes+1))
 		if err != nil {
 			return err

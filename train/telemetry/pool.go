@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 )
 
 // Pooling records how a log was max-pooled (Log.Pool): every Window
@@ -148,7 +148,7 @@ func PoolFile(src, dst string, maxRecords int) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry %s: %w", src, err)
 	}
-	err = safetensors.WriteAtomic(dst, func(w io.Writer) error {
+	err = atomicfile.Write(dst, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		zw, err := gzip.NewWriterLevel(bw, gzip.BestCompression)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 )
 
 // Writer appends one Record per line to a run directory's telemetry file
@@ -43,7 +43,7 @@ func Create(dir string, h Header) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry %s: %w", path, err)
 	}
-	err = safetensors.WriteAtomic(path, func(w io.Writer) error {
+	err = atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(append(line, '\n'))
 		return err
 	})

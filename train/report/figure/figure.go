@@ -141,7 +141,7 @@ func WriteTable(b *strings.Builder, t Table) {
 
 // PaperTables returns the paper's Table 1 (per routing layer: the
 // capsules alive on its input and output layers, dyr and dys) and Table 2
-// (per capsule layer: n, cnm, cns, car, cas, cdr, cds) of t (spec §7),
+// (per capsule layer: n, cnm, cns, car, cas, cdr, cds) of t (docs/semantics.md §7),
 // each figure as mean ± std.
 func PaperTables(t *analysis.Tables) (table1, table2 Table) {
 	table1 = Table{Caption: "Table 1: routing", Head: []string{"routing layer", "alive in", "alive out", "dyr", "dys"}}
