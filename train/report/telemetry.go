@@ -104,7 +104,7 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 	ls := t.Header.Layers
 	if pl := t.Header.Pool; pl != nil {
 		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), kept max-pooled by %d into %d record(s) (the committed form of a finished run: each record holds the largest values over %d consecutive steps, from the step it names), drawn in %d column(s) of %.3g record(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
-			pl.Records, t.Header.Model, pl.First, recs[len(recs)-1].Step+pl.Window-1, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, pl.Window, len(recs), pl.Window, p.cols, p.perColumn)
+			pl.Records, t.Header.Model, pl.First, pl.Last, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, pl.Window, len(recs), pl.Window, p.cols, p.perColumn)
 	} else {
 		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
 			len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)

@@ -14,7 +14,7 @@ import (
 
 // Pooling records how a log was max-pooled (Log.Pool): every Window
 // consecutive records of a source log of Records records, whose first
-// record was of step First, became one record (the last window may be
+// and last records were of steps First and Last, became one record (the last window may be
 // shorter). A pooled record carries the epoch and step of its window's
 // first record; each of its values is the largest of that value over the
 // window. A capsule is below a threshold in a pooled record exactly when
@@ -24,14 +24,15 @@ import (
 type Pooling struct {
 	Window  int `json:"window"`  // source records per pooled record
 	First   int `json:"first"`   // step of the source's first record
+	Last    int `json:"last"`    // step of the source's last record
 	Records int `json:"records"` // records in the source log
 }
 
 // check checks a Pooling's fields (read from a file) against the package
 // limits.
 func (p *Pooling) check() error {
-	if p.Window < 2 || p.Window > MaxRecords || p.Records < 1 || p.Records > MaxRecords || p.First < 1 || p.First > maxCount {
-		return fmt.Errorf("pool: window %d, first step %d, %d records: want a window of 2 to %d records of a log of 1 to %d starting at a step ≥ 1", p.Window, p.First, p.Records, MaxRecords, MaxRecords)
+	if p.Window < 2 || p.Window > MaxRecords || p.Records < 1 || p.Records > MaxRecords || p.First < 1 || p.Last < p.First || p.Last > maxCount {
+		return fmt.Errorf("pool: window %d, steps %d to %d, %d records: want a window of 2 to %d records of a log of 1 to %d from a step ≥ 1 to one not before it", p.Window, p.First, p.Last, p.Records, MaxRecords, MaxRecords)
 	}
 	return nil
 }
@@ -68,7 +69,7 @@ func (g *Log) Pool(window int) (*Log, error) {
 	}
 	out := &Log{Header: g.Header}
 	out.Header.Layers = append([]Layer(nil), g.Header.Layers...)
-	out.Header.Pool = &Pooling{Window: window, First: g.Records[0].Step, Records: len(g.Records)}
+	out.Header.Pool = &Pooling{Window: window, First: g.Records[0].Step, Last: g.Records[len(g.Records)-1].Step, Records: len(g.Records)}
 	for lo := 0; lo < len(g.Records); lo += window {
 		win := g.Records[lo:min(lo+window, len(g.Records))]
 		out.Records = append(out.Records, Record{

@@ -23,7 +23,7 @@ func TestPoolValues(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := (len(recs) + w - 1) / w
-		if len(p.Records) != want || p.Header.Pool == nil || *p.Header.Pool != (Pooling{Window: w, First: recs[0].Step, Records: len(recs)}) {
+		if len(p.Records) != want || p.Header.Pool == nil || *p.Header.Pool != (Pooling{Window: w, First: recs[0].Step, Last: recs[len(recs)-1].Step, Records: len(recs)}) {
 			t.Fatalf("window %d: %d records, pool %+v; want %d records", w, len(p.Records), p.Header.Pool, want)
 		}
 		if g.Header.Pool != nil {
@@ -183,7 +183,7 @@ func TestPoolFile(t *testing.T) {
 
 // TestPoolHostileHeader: a pooling out of range is a one-line error.
 func TestPoolHostileHeader(t *testing.T) {
-	for _, pool := range []string{`{"window":0,"first":1,"records":3}`, `{"window":2,"first":0,"records":3}`, `{"window":2,"first":1,"records":-1}`, `{"window":1e30,"first":1,"records":3}`, `{"window":2,"first":1,"records":3,"x":1}`} {
+	for _, pool := range []string{`{"window":0,"first":1,"last":3,"records":3}`, `{"window":2,"first":0,"last":3,"records":3}`, `{"window":2,"first":1,"last":3,"records":-1}`, `{"window":1e30,"first":1,"last":3,"records":3}`, `{"window":2,"first":1,"last":3,"records":3,"x":1}`, `{"window":2,"first":5,"last":3,"records":3}`, `{"window":2,"first":1,"records":3}`} {
 		line := `{"format":"capstan-telemetry/1","model":"m","batch":1,"layers":[{"name":"primary","n":1,"d":1},{"name":"caps.0","n":1,"d":1}],"pool":` + pool + "}\n"
 		j, s, ej, es := readBoth([]byte(line))
 		if ej == nil || es == nil || j != nil || s != nil || strings.Contains(ej.Error(), "\n") {
