@@ -462,8 +462,10 @@ func (n *Net) BackwardMargin() error {
 	return n.margin.Run()
 }
 
-// ForwardSteps and BackwardSteps name the schedule's steps.
-func (n *Net) ForwardSteps() []string  { return n.forward.Names() }
+// ForwardSteps names the forward schedule's steps, in order.
+func (n *Net) ForwardSteps() []string { return n.forward.Names() }
+
+// BackwardSteps names the backward schedule's steps, in order.
 func (n *Net) BackwardSteps() []string { return n.backw.Names() }
 
 // bufs lists buffers for a step's Reads or Writes (nil entries are

@@ -42,6 +42,7 @@ const (
 // argument. Exit maps it to status 2.
 type UsageError struct{ Err error }
 
+// Error returns the wrapped error's message.
 func (e UsageError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.
@@ -56,6 +57,7 @@ func Usagef(format string, args ...any) error {
 // saved its work; Exit maps it to 128 + the signal's number.
 type Interrupted struct{ Signal os.Signal }
 
+// Error says which signal stopped the command and its exit status.
 func (e Interrupted) Error() string {
 	return fmt.Sprintf("stopped by %s (exit status %d) after saving", signalName(e.Signal), e.Code())
 }
