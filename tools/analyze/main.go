@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -27,8 +28,10 @@ import (
 	"github.com/capstan-ml/capstan/capsnet/analysis"
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/study"
+	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
 func main() {
@@ -120,7 +123,48 @@ func parse(args []string, stdout io.Writer) (*config, error) {
 	if len(c.Checkpoints) == 0 {
 		c.Checkpoints = []string{"runs/default/checkpoint.safetensors"}
 	}
-	return c, nil
+	return c, c.checkOutputs(len(cks) == 0)
+}
+
+// checkOutputs refuses a -json, -html or -recon that would replace an
+// input or another output (cli.CheckOutputs): a checkpoint (defaultCk:
+// the default one), the -telemetry and -metrics files, or when not given
+// the run's telemetry (plain or gzip) and metrics files present beside
+// the first checkpoint, which the report reads, and the files of the
+// -data set.
+func (c *config) checkOutputs(defaultCk bool) error {
+	var inputs []cli.Path
+	for _, ck := range c.Checkpoints {
+		p := cli.Path{Flag: "-checkpoint", Value: ck}
+		if defaultCk {
+			p.Note = "default"
+		}
+		inputs = append(inputs, p)
+	}
+	dir := filepath.Dir(c.Checkpoints[0])
+	for _, f := range []struct{ flag, value, defaults string }{
+		{"-telemetry", c.html.telemetry, telemetry.FileName + " " + telemetry.GzipName},
+		{"-metrics", c.html.metrics, train.MetricsName},
+	} {
+		if f.value != "" {
+			inputs = append(inputs, cli.Path{Flag: f.flag, Value: f.value})
+			continue
+		}
+		for _, name := range strings.Fields(f.defaults) {
+			if p := filepath.Join(dir, name); exists(p) {
+				inputs = append(inputs, cli.Path{Flag: f.flag, Value: p, Note: "default: beside -checkpoint"})
+			}
+		}
+	}
+	inputs = append(inputs, cli.DataInputs(c.Data, c.DataDir)...)
+	outputs := []cli.Path{{Flag: "-json", Value: c.json}, {Flag: "-html", Value: c.html.out}, {Flag: "-recon", Value: c.ReconPath}}
+	return cli.CheckOutputs(outputs, inputs)
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func run(args []string, stdout io.Writer) error {

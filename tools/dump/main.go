@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -54,10 +53,9 @@ func run(args []string) error {
 			return cli.Usagef("%s is required (see -h)", f.name)
 		}
 	}
-	for _, in := range []struct{ name, v string }{{"-weights", *weights}, {"-batch", *batch}} {
-		if sameFile(*out, in.v) {
-			return cli.Usagef("-out %s is the %s file: the dump would replace it", *out, in.name)
-		}
+	inputs := []cli.Path{{Flag: "-weights", Value: *weights}, {Flag: "-batch", Value: *batch}, cli.ModelInput(*model)}
+	if err := cli.CheckOutputs([]cli.Path{{Flag: "-out", Value: *out}}, inputs); err != nil {
+		return err
 	}
 	if *impl != "" {
 		if err := kernels.Use(*impl); err != nil {
@@ -87,15 +85,4 @@ func run(args []string) error {
 	}
 	fmt.Printf("wrote %s (kernels %s)\n", *out, kernels.Impl())
 	return nil
-}
-
-// sameFile reports whether paths a and b name the same file: the same
-// cleaned path, or one existing file under two names.
-func sameFile(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

@@ -60,8 +60,8 @@ func TestDumpErrors(t *testing.T) {
 		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", out, "more"}, "more", 2},
 		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", out, "-x"}, "-x", 2},
 		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", out, "-kernels", "sse9"}, "-kernels", 2},
-		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", w}, "-out " + w + " is the -weights file", 2},
-		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", "./" + exp}, "is the -batch file", 2},
+		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", w}, "-out " + w + " is the input -weights " + w, 2},
+		{[]string{"-model", "tiny-deep", "-weights", w, "-batch", exp, "-out", "./" + exp}, "is the input -batch " + exp, 2},
 		{[]string{"-weights", filepath.Join(dir, "none.safetensors"), "-batch", exp, "-out", out}, "none.safetensors", 1},
 		// -model against a checkpoint that names its own model: refused,
 		// not silently replaced by the checkpoint's.

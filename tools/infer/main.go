@@ -92,6 +92,9 @@ func run(args []string) error {
 	if err := checkFlags(given, o); err != nil {
 		return err
 	}
+	if err := checkOutputs(given, o, *model); err != nil {
+		return err
+	}
 	var cfg *capsnet.Config
 	if *model != "" {
 		c, err := capsnet.LoadConfig(*model)
@@ -336,6 +339,22 @@ func checkFlags(given map[string]bool, o options) error {
 		return cli.Usagef("-perturb-index: only with -perturb")
 	}
 	return nil
+}
+
+// checkOutputs refuses a -recon or -perturb that would replace an input
+// (-checkpoint, -image, a -model config file, a file of the -data set)
+// or the other figure (cli.CheckOutputs).
+func checkOutputs(given map[string]bool, o options, model string) error {
+	ck := cli.Path{Flag: "-checkpoint", Value: o.ck}
+	if !given["checkpoint"] {
+		ck.Note = "default"
+	}
+	inputs := []cli.Path{ck, {Flag: "-image", Value: o.image}, cli.ModelInput(model)}
+	if o.image == "" && !o.plan {
+		inputs = append(inputs, cli.DataInputs(o.data, o.dir)...)
+	}
+	outputs := []cli.Path{{Flag: "-recon", Value: o.figs.recon}, {Flag: "-perturb", Value: o.figs.perturb}}
+	return cli.CheckOutputs(outputs, inputs)
 }
 
 // classify classifies the PNG at path with the float32 model p (see

@@ -51,6 +51,9 @@ func run(args []string) error {
 		return err
 	}
 	src, dst := fs.Arg(0), fs.Arg(1)
+	if err := cli.CheckOutputs([]cli.Path{{Flag: "DST", Value: dst}}, []cli.Path{{Flag: "SRC", Value: src}}); err != nil {
+		return err
+	}
 	g, err := telemetry.PoolFile(src, dst, *maxRecords)
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func TestPoolBadArgs(t *testing.T) {
 	}{
 		{[]string{src}, "want SRC and DST", true},
 		{[]string{"-max", "0", src, src + ".gz"}, "-max 0", true},
-		{[]string{src, src}, "is the file to pool", false},
+		{[]string{src, src}, "DST " + src + " is the input SRC " + src, true},
 		{[]string{filepath.Join(dir, "missing"), filepath.Join(dir, "out.gz")}, "missing", false},
 	} {
 		err := run(c.args)

@@ -94,6 +94,15 @@ func run(args []string) error {
 	if o.eval == "" {
 		o.eval = o.data
 	}
+	// The data sets are known now (the checkpoint's by default): -out
+	// must not replace one of their files either.
+	inputs := cli.DataInputs(o.data, o.dir)
+	if o.eval != "none" {
+		inputs = append(inputs, cli.DataInputs(o.eval, o.dir)...)
+	}
+	if err := cli.CheckOutputs([]cli.Path{{Flag: "-out", Value: o.out}}, inputs); err != nil {
+		return err
+	}
 	cli.WarnData(os.Stderr, o.ck, ckpt, o.data)
 	model, err := quantize(p, o)
 	if err != nil {
@@ -116,7 +125,8 @@ func run(args []string) error {
 }
 
 // checkFlags checks the flag values (each error a cli.UsageError naming
-// the flag), parses -granularity and -calib, and sets the default -out.
+// the flag), parses -granularity and -calib, sets the default -out and
+// refuses an -out that is the checkpoint (cli.CheckOutputs).
 func checkFlags(o *options) error {
 	var err error
 	if o.granularity, err = quant.ParseGranularity(o.gran); err != nil {
@@ -153,10 +163,11 @@ func checkFlags(o *options) error {
 	if o.out == "" {
 		o.out = strings.TrimSuffix(o.ck, ".safetensors") + ".int8.safetensors"
 	}
-	if o.out == o.ck {
-		return cli.Usagef("-out %s: the checkpoint itself", o.out)
+	out := cli.Path{Flag: "-out", Value: o.out}
+	if !o.given["out"] {
+		out.Note = "default: beside -checkpoint"
 	}
-	return nil
+	return cli.CheckOutputs([]cli.Path{out}, []cli.Path{{Flag: "-checkpoint", Value: o.ck}})
 }
 
 // quantize calibrates p's activation scales on the first -calib-images

@@ -66,7 +66,7 @@ func TestQuantizeErrors(t *testing.T) {
 		{[]string{"-checkpoint", ck, "-calib", "minmax", "-percentile", "99"}, "-percentile", 2},
 		{[]string{"-checkpoint", ck, "-percentile", "0"}, "-percentile", 2},
 		{[]string{"-checkpoint", ck, "-calib-images", "0"}, "-calib-images", 2},
-		{[]string{"-checkpoint", ck, "-out", ck}, "-out", 2},
+		{[]string{"-checkpoint", ck, "-out", ck}, "-out " + ck + " is the input -checkpoint", 2},
 		{[]string{"-checkpoint", ck, "-data", "imagenet"}, "-data", 2},
 		{[]string{"-checkpoint", ck, "-eval", "imagenet"}, "-eval", 2},
 		{[]string{"-checkpoint", "/nonexistent.safetensors"}, "/nonexistent.safetensors", 1},

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/sweep"
@@ -31,6 +32,10 @@ func collectCmd(args []string) error {
 	if *manifest == "" {
 		return cli.Usagef("-manifest is required (see -h)")
 	}
+	outputs := []cli.Path{{Flag: "-markdown", Value: *md}, {Flag: "-html", Value: *htmlPath}, {Flag: "-json", Value: *jsonPath}}
+	if err := cli.CheckOutputs(outputs, collectInputs(*manifest)); err != nil {
+		return err
+	}
 	s, err := sweep.Collect(*manifest)
 	if err != nil {
 		return err
@@ -43,4 +48,21 @@ func collectCmd(args []string) error {
 	}
 	fmt.Fprintln(os.Stderr, s.Counts())
 	return nil
+}
+
+// collectInputs are the files collect reads: the manifest and, when it
+// can be read (Collect reports it otherwise), every task's result file.
+func collectInputs(manifest string) []cli.Path {
+	inputs := []cli.Path{{Flag: "-manifest", Value: manifest}}
+	tasks, err := sweep.ReadManifest(manifest)
+	if err != nil {
+		return inputs
+	}
+	dir := filepath.Dir(manifest)
+	for i, t := range tasks {
+		if t.Result != "" {
+			inputs = append(inputs, cli.Path{Flag: "-manifest", Value: sweep.Path(dir, t.Result), Note: fmt.Sprintf("task %d's result file", i)})
+		}
+	}
+	return inputs
 }

@@ -48,6 +48,15 @@ func k8sCmd(args []string) error {
 	if err := cli.Int("backoff", *backoff, 1, 1000); err != nil {
 		return err
 	}
+	path := *out
+	if path == "" {
+		path = filepath.Join(filepath.Dir(*manifest), "k8s-job.json")
+	}
+	if path != "-" {
+		if err := cli.CheckOutputs([]cli.Path{outPath(*out, path)}, []cli.Path{{Flag: "-manifest", Value: *manifest}}); err != nil {
+			return err
+		}
+	}
 	tasks, err := sweep.ReadManifest(*manifest)
 	if err != nil {
 		return err
@@ -56,13 +65,9 @@ func k8sCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	path := *out
 	if path == "-" {
 		_, err := os.Stdout.Write(job)
 		return err
-	}
-	if path == "" {
-		path = filepath.Join(filepath.Dir(*manifest), "k8s-job.json")
 	}
 	if err := atomicfile.WriteBytes(path, job); err != nil {
 		return err

@@ -151,6 +151,9 @@ func plan(args []string) error {
 		return fmt.Errorf("grid %s: %w", g.Name, err)
 	}
 	path := filepath.Join(*out, sweep.ManifestName)
+	if err := cli.CheckOutputs([]cli.Path{{Flag: "-out", Value: path, Note: "its manifest"}}, gridInputs(*gridFile, g)); err != nil {
+		return err
+	}
 	if old, err := sweep.ReadManifest(path); err == nil && !*overwrite && !reflect.DeepEqual(old, tasks) {
 		return fmt.Errorf("-out %s: %s holds %d other tasks (another grid): choose another -out, or -overwrite to replace it", *out, path, len(old))
 	}
@@ -177,6 +180,27 @@ func plan(args []string) error {
 	}
 	fmt.Printf("cost: at most %.3g node-hours (%.3g core-hours, %.3g training images)\n", c.TaskHours, c.CoreHours, c.Images)
 	return nil
+}
+
+// outPath is the -out of a job file: path, the flag's value or, when
+// that is empty, the default beside the manifest.
+func outPath(value, path string) cli.Path {
+	if value == "" {
+		return cli.Path{Flag: "-out", Value: path, Note: "default: beside -manifest"}
+	}
+	return cli.Path{Flag: "-out", Value: path}
+}
+
+// gridInputs are the files plan reads: the -grid file (none for a
+// preset) and the config files its models name.
+func gridInputs(gridFile string, g sweep.Grid) []cli.Path {
+	inputs := []cli.Path{{Flag: "-grid", Value: gridFile}}
+	for _, m := range g.Models {
+		if p := cli.ModelInput(m); p.Value != "" {
+			inputs = append(inputs, cli.Path{Flag: "-grid", Value: m, Note: "a model config file it names"})
+		}
+	}
+	return inputs
 }
 
 const runNotes = `Trains task N of the manifest in its run directory (resuming from its

@@ -40,6 +40,13 @@ func slurmCmd(args []string) error {
 	if err := cli.Int("parallel", *parallel, 0, sweep.MaxTasks); err != nil {
 		return err
 	}
+	path := *out
+	if path == "" {
+		path = filepath.Join(filepath.Dir(*manifest), "sweep.sbatch")
+	}
+	if err := cli.CheckOutputs([]cli.Path{outPath(*out, path)}, []cli.Path{{Flag: "-manifest", Value: *manifest}}); err != nil {
+		return err
+	}
 	tasks, err := sweep.ReadManifest(*manifest)
 	if err != nil {
 		return err
@@ -47,10 +54,6 @@ func slurmCmd(args []string) error {
 	script, err := sweep.SlurmScript(*manifest, tasks, sweep.SlurmOptions{Parallel: *parallel, Time: *limit, Partition: *partition, Binary: *binary})
 	if err != nil {
 		return err
-	}
-	path := *out
-	if path == "" {
-		path = filepath.Join(filepath.Dir(*manifest), "sweep.sbatch")
 	}
 	if err := sweep.WriteSlurm(*manifest, path, script); err != nil {
 		return err

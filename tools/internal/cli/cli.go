@@ -1,13 +1,17 @@
 // Package cli holds the command-line conventions the Capstan commands
-// (tools/train, tools/infer, tools/dump, tools/data) share: -h prints a
+// (tools/train, tools/infer, tools/dump, tools/data, …) share: -h prints a
 // one-line summary then the flags on stdout and exits 0; a mistake on the
 // command line (an unknown flag, a value that does not parse or is out of
 // range, an extra argument) is a UsageError, printed once and exit status 2
 // as Go's flag package does; any other error exits 1; a run stopped by a
 // signal after saving its work exits 128 + the signal's number (130 for
-// Ctrl-C, 143 for SIGTERM), as a shell reports a process killed by it. A
-// hint naming another command says how to run it as the running one was
-// run: go run ./tools/NAME, or the sibling binary (Invocation).
+// Ctrl-C, 143 for SIGTERM), as a shell reports a process killed by it. An
+// output aimed at one of the command's inputs (named by a flag or found
+// by the command, such as a run's telemetry beside its checkpoint) or at
+// another output is refused before any work (CheckOutputs): a
+// UsageError naming both flags. A hint naming another command says how
+// to run it as the running one was run: go run ./tools/NAME, or the
+// sibling binary (Invocation).
 package cli
 
 import (

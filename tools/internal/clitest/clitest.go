@@ -2,7 +2,10 @@
 // test binary re-executed) so that a test can check what only a process
 // shows: its exit status, stdout and stderr. A command's tests call Main
 // from TestMain, then Run or Command. Checkpoint writes a small checkpoint
-// for them; PNGSize reads the size of a PNG a command wrote.
+// for them; PNGSize reads the size of a PNG a command wrote. Aliases,
+// Snapshot and Refused check that a command refuses an output aimed at an
+// input and leaves the input as it was; FakeSet makes a data directory to
+// aim one at.
 package clitest
 
 import (
@@ -13,10 +16,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/train/data"
 )
 
 // argsEnv carries the child's command-line arguments (a JSON array).
@@ -110,4 +115,81 @@ func PNGSize(t testing.TB, path string) (w, h int) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return cfg.Width, cfg.Height
+}
+
+// Aliases returns names of the file at path other than path itself, as a
+// user may aim an output at it: dir/./name, and a symbolic link to it in
+// a new temporary directory (left out where links cannot be made).
+func Aliases(t testing.TB, path string) []string {
+	t.Helper()
+	sep := string(filepath.Separator)
+	names := []string{filepath.Dir(path) + sep + "." + sep + filepath.Base(path)}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link-"+filepath.Base(path))
+	if err := os.Symlink(abs, link); err == nil {
+		names = append(names, link)
+	}
+	return names
+}
+
+// Files are the contents of files, read by Snapshot.
+type Files map[string][]byte
+
+// Snapshot reads the files at paths (each must exist).
+func Snapshot(t testing.TB, paths ...string) Files {
+	t.Helper()
+	f := Files{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f[p] = b
+	}
+	return f
+}
+
+// Refused checks that r is a command's refusal of its command line: exit
+// status 2, one line on stderr holding each of want, and every file of
+// files byte for byte unchanged. what names the case in failures.
+func Refused(t testing.TB, what string, r Result, files Files, want ...string) {
+	t.Helper()
+	if r.Code != 2 || strings.Count(strings.TrimSuffix(r.Stderr, "\n"), "\n") != 0 {
+		t.Errorf("%s: exit %d, stderr %q: want exit 2 and one line", what, r.Code, r.Stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.Stderr, w) {
+			t.Errorf("%s: stderr %q lacks %q", what, r.Stderr, w)
+		}
+	}
+	for p, b := range files {
+		got, err := os.ReadFile(p)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("%s: %s changed (%d bytes, was %d; %v)", what, p, len(got), len(b), err)
+		}
+	}
+}
+
+// FakeSet writes a file named as each file of data set name (data.Sets),
+// holding its name only, in a new temporary directory and returns the
+// directory and the files: a -data-dir that data.Set.Find accepts, that
+// no loader reads.
+func FakeSet(t testing.TB, name string) (dir string, files []string) {
+	t.Helper()
+	s := data.Lookup(name)
+	if s == nil {
+		t.Fatalf("no data set %s", name)
+	}
+	dir = t.TempDir()
+	for _, n := range s.FileNames() {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	return dir, files
 }
