@@ -79,8 +79,6 @@ type lineSeries struct {
 	xy   plotter.XYs
 }
 
-// linesSVG draws one line with points per series, in plotutil's colors
-// and dashes, with a legend.
 // Where a plot's legend goes.
 const (
 	legendBottomLeft = iota
@@ -88,18 +86,25 @@ const (
 	legendTopRight
 )
 
-func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length, yMin, yMax float64, intX bool, legend int) (string, error) {
+// linesSVG draws one line with points per series, in plotutil's colors
+// and dashes, with a legend. Points that are not figure.Plottable (an
+// infinite or overflowing loss) are left out; it returns how many, for
+// the caption (figure.DroppedNote).
+func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length, yMin, yMax float64, intX bool, legend int) (string, int, error) {
 	p := figure.NewPlot(title, xLabel, yLabel)
 	if intX {
 		p.X.Tick.Marker = figure.IntTicks{}
 	}
+	dropped := 0
 	for k, s := range series {
-		if len(s.xy) == 0 {
+		xy, n := figure.PlottableXY(s.xy)
+		dropped += n
+		if len(xy) == 0 {
 			continue
 		}
-		l, pts, err := plotter.NewLinePoints(s.xy)
+		l, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", s.name, err)
+			return "", 0, fmt.Errorf("%s: %w", s.name, err)
 		}
 		l.Color, pts.Color = plotutil.Color(k), plotutil.Color(k)
 		l.Dashes = plotutil.Dashes(k)
@@ -122,14 +127,17 @@ func linesSVG(title, xLabel, yLabel string, series []lineSeries, w, h vg.Length,
 	if !math.IsNaN(yMax) {
 		p.Y.Max = yMax
 	}
-	return figure.PlotSVG(p, w, h)
+	svg, err := figure.PlotSVG(p, w, h)
+	return svg, dropped, err
 }
 
-// finiteXY returns the points whose y is finite.
+// finiteXY returns the points whose y is a number: NaN (not recorded,
+// undefined) is left out silently; linesSVG leaves out and counts the
+// infinite and overflowing ones.
 func finiteXY(xs, ys []float64) plotter.XYs {
 	var out plotter.XYs
 	for i := range xs {
-		if !math.IsNaN(ys[i]) && !math.IsInf(ys[i], 0) {
+		if !math.IsNaN(ys[i]) {
 			out = append(out, plotter.XY{X: xs[i], Y: ys[i]})
 		}
 	}
@@ -170,7 +178,7 @@ func (in *Input) writeStats(b *strings.Builder) error {
 			if err != nil {
 				return err
 			}
-			figure.Write(b, svg, fmt.Sprintf("%s of c[i,j] over the images", m.what))
+			figure.Write(b, svg, fmt.Sprintf("%s of c[i,j] over the images", m.what)+figure.DroppedNote(figure.Beyond(m.z)))
 		}
 		b.WriteString("</div>\n")
 	}
@@ -220,11 +228,11 @@ func (in *Input) writeInvariance(b *strings.Builder) error {
 			}
 			series = append(series, lineSeries{L.Name, finiteXY(xs, ys)})
 		}
-		svg, err := linesSVG(f, magnitudeUnit(f), "corr (original, transformed)", series, 420, 300, 0, 1.02, false, legendBottomLeft)
+		svg, dropped, err := linesSVG(f, magnitudeUnit(f), "corr (original, transformed)", series, 420, 300, 0, 1.02, false, legendBottomLeft)
 		if err != nil {
 			return err
 		}
-		figure.Write(b, svg, "viewpoint invariance under "+f)
+		figure.Write(b, svg, "viewpoint invariance under "+f+figure.DroppedNote(dropped))
 	}
 	b.WriteString("</div>\n")
 	return nil
@@ -288,11 +296,11 @@ func (in *Input) writeTraining(b *strings.Builder) error {
 		{"reconstruction loss", "L_r (sum of squares per image)", "reconstruction loss per epoch", recon, legendTopRight},
 		{"accuracy", "accuracy", "accuracy per epoch", acc, legendBottomRight},
 	} {
-		svg, err := linesSVG(p.title, "epoch", p.y, p.s, 320, 260, math.NaN(), math.NaN(), true, p.legend)
+		svg, dropped, err := linesSVG(p.title, "epoch", p.y, p.s, 320, 260, math.NaN(), math.NaN(), true, p.legend)
 		if err != nil {
 			return err
 		}
-		figure.Write(b, svg, p.caption)
+		figure.Write(b, svg, p.caption+figure.DroppedNote(dropped))
 	}
 	b.WriteString("</div>\n")
 	return nil

@@ -97,6 +97,9 @@ type Input struct {
 	Invariance []InvariancePoint
 	// Telemetry is a run's per-step telemetry (appendix figures).
 	Telemetry *telemetry.Log
+	// TelemetryNote, when Telemetry is nil, says why in place of the
+	// telemetry figures (such as a telemetry file of another run).
+	TelemetryNote string
 	// Metrics are the run's epochs (training curves).
 	Metrics []Epoch
 	// Reconstructions and Perturbation are images made elsewhere; nil:

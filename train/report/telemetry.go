@@ -95,6 +95,10 @@ func (p pooling) pool(g figure.Grid, recs []telemetry.Record, value func(r *tele
 // loss's gradient norm of every votes matrix W[j,i] per step.
 func (in *Input) writeTelemetry(b *strings.Builder) error {
 	t := in.Telemetry
+	if t == nil && in.TelemetryNote != "" {
+		figure.Note(b, "%s", in.TelemetryNote)
+		return nil
+	}
 	if t == nil || len(t.Records) == 0 {
 		figure.Note(b, "No telemetry given (tools/analyze -telemetry FILE; a run records %s next to its checkpoint when telemetry is on).", telemetry.FileName)
 		return nil
@@ -121,7 +125,7 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		if err != nil {
 			return err
 		}
-		figure.Write(b, svg, fmt.Sprintf("%s: each capsule's largest norm over the step's batch", L.Name))
+		figure.Write(b, svg, fmt.Sprintf("%s: each capsule's largest norm over the step's batch", L.Name)+figure.DroppedNote(figure.Beyond(g.Values)))
 	}
 	b.WriteString("</div>\n")
 	if err := in.writeDark(b); err != nil {
@@ -168,6 +172,11 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		lo = math.Max(lo, hi-8)
 		if hi-lo < 1e-9 {
 			lo, hi = lo-0.5, hi+0.5
+		}
+		for k, v := range g.Values {
+			if math.IsInf(v, -1) {
+				g.Values[k] = lo - 1 // below the scale: black, not left out
+			}
 		}
 		h := vg.Length(math.Min(math.Max(float64(rows)*3+90, 200), 460))
 		what := fmt.Sprintf("%s → %s", ls[l-1].Name, ls[l].Name)

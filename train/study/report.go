@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/eval"
@@ -107,23 +108,8 @@ func (m *firstModel) figures(in *report.Input, samples int) error {
 // to the checkpoint, and prints the telemetry's dark capsules to w.
 func (m *firstModel) runFiles(w io.Writer, in *report.Input, o ReportOptions) error {
 	dir := filepath.Dir(m.path)
-	path := o.Telemetry
-	if path == "" {
-		// The run's telemetry.ndjson, or telemetry.ndjson.gz as committed.
-		var err error
-		if path, err = telemetry.Find(dir); err != nil {
-			return fieldErr("Telemetry", err)
-		}
-	}
-	if path != "" {
-		t, err := telemetry.ReadFile(path)
-		if err != nil {
-			return fieldErr("Telemetry", err)
-		}
-		if err := printDark(w, t, path, o.DarkNorm); err != nil {
-			return fieldErr("Telemetry", err)
-		}
-		in.Telemetry = t
+	if err := m.telemetry(w, in, o, dir); err != nil {
+		return err
 	}
 	path, err := runFile(o.Metrics, "Metrics", filepath.Join(dir, train.MetricsName))
 	if err != nil || path == "" {
@@ -138,6 +124,53 @@ func (m *firstModel) runFiles(w io.Writer, in *report.Input, o ReportOptions) er
 			TrainAcc: e.TrainAcc, ValAcc: e.ValAcc, TestAcc: testAcc(e)})
 	}
 	return nil
+}
+
+// telemetry adds the run's telemetry (o.Telemetry, or telemetry.Find in
+// dir) to the report and prints its dark capsules to w. Telemetry whose
+// header does not match the checkpoint (CheckTelemetry) is left out with
+// one line to w naming the file and what differs, and a note in the
+// report; the rest of the report is kept.
+func (m *firstModel) telemetry(w io.Writer, in *report.Input, o ReportOptions, dir string) error {
+	path := o.Telemetry
+	if path == "" {
+		// The run's telemetry.ndjson, or telemetry.ndjson.gz as committed.
+		var err error
+		if path, err = telemetry.Find(dir); err != nil {
+			return fieldErr("Telemetry", err)
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	t, err := telemetry.ReadFile(path)
+	if err != nil {
+		return fieldErr("Telemetry", err)
+	}
+	if err := CheckTelemetry(&t.Header, m.p, m.run); err != nil {
+		msg := fmt.Sprintf("telemetry %s is not of checkpoint %s: %v; its figures are left out", path, m.path, err)
+		in.TelemetryNote = msg + "."
+		_, err := fmt.Fprintf(w, "warning: %s\n", msg)
+		return err
+	}
+	if err := printDark(w, t, path, o.DarkNorm); err != nil {
+		return fieldErr("Telemetry", err)
+	}
+	in.Telemetry = t
+	return nil
+}
+
+// CheckTelemetry compares a telemetry header with the checkpoint of
+// parameters p and run id run (its metadata "run", "" when it has none):
+// model name, capsule layer sizes, and run ids when both have one
+// (telemetry.Header.Matches). Nil when they agree.
+func CheckTelemetry(h *telemetry.Header, p *capsnet.Params, run string) error {
+	l := p.Layout
+	layers := []telemetry.Layer{{Name: "primary", N: l.Primary.N, D: l.Primary.D}}
+	for _, c := range l.Caps {
+		layers = append(layers, telemetry.Layer{Name: c.Name, N: c.Out, D: c.Dim})
+	}
+	return h.Matches(p.Config.Name, layers, run)
 }
 
 // runFile returns the file an option names, or def when the option is

@@ -142,6 +142,7 @@ type InvarianceLayer struct {
 // tables.
 type firstModel struct {
 	path string
+	run  string // the checkpoint's metadata "run" ("" when it has none)
 	p    *capsnet.Params
 	b    *data.Batcher
 	ds   *data.Dataset
@@ -176,7 +177,7 @@ func Run(o Options) (*Result, error) {
 	var reps []analysis.Report
 	var model *capsnet.Config // the first checkpoint's: every other must hold the same
 	for _, path := range o.Checkpoints {
-		p, err := readParams(path, o)
+		p, run, err := readParams(path, o)
 		if err != nil {
 			return nil, err
 		}
@@ -191,6 +192,7 @@ func Run(o Options) (*Result, error) {
 		}
 		if res.first == nil {
 			res.first = m
+			m.run = run
 		}
 		res.Checkpoints = append(res.Checkpoints, c)
 		reps = append(reps, m.rep)
@@ -202,21 +204,22 @@ func Run(o Options) (*Result, error) {
 	return res, nil
 }
 
-// readParams reads a checkpoint's parameters, warning when it is
-// evaluated on data it was not trained for.
-func readParams(path string, o Options) (*capsnet.Params, error) {
+// readParams reads a checkpoint's parameters and run id (its metadata
+// "run", "" when it has none), warning when it is evaluated on data it
+// was not trained for.
+func readParams(path string, o Options) (*capsnet.Params, string, error) {
 	ck, err := capsnet.ReadCheckpoint(path)
 	if err != nil {
-		return nil, fieldErr("Checkpoints", err)
+		return nil, "", fieldErr("Checkpoints", err)
 	}
 	if msg := data.EvalWarning(ck.Meta["data"], o.Data); msg != "" && o.Warnings != nil {
 		fmt.Fprintf(o.Warnings, "warning: %s: %s\n", path, msg)
 	}
 	p, err := ck.Params(nil)
 	if err != nil {
-		return nil, fieldErr("Checkpoints", fmt.Errorf("%s: %w", path, err))
+		return nil, "", fieldErr("Checkpoints", fmt.Errorf("%s: %w", path, err))
 	}
-	return p, nil
+	return p, ck.Meta["run"], nil
 }
 
 // analyseOne analyses the checkpoint at path (parameters p) on ds: its

@@ -309,7 +309,7 @@ func (s *Summary) heatmaps() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("heatmap %s: %w", f.title, err)
 		}
-		figure.Write(&b, svg, f.title+"; rows: routing layers (depth), columns: capsules × dimension; grey: no seed done.")
+		figure.Write(&b, svg, f.title+"; rows: routing layers (depth), columns: capsules × dimension; grey: no seed done"+figure.DroppedNote(figure.Beyond(f.g.Values))+".")
 	}
 	return b.String(), nil
 }

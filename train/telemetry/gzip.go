@@ -3,6 +3,7 @@ package telemetry
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,12 +112,18 @@ func (g gzipErrors) Read(p []byte) (int, error) {
 
 // unpack writes dir's GzipName, decompressed, to FileName (atomically: a
 // temporary file, fsync, rename), for a resume to append to; it reports
-// false when there is no GzipName. The compressed file is kept.
-func unpack(dir string) (bool, error) {
+// false when there is no GzipName, or when its header line is not h (the
+// resume then starts a fresh file without unpacking it). The compressed
+// file is kept. What it writes is bounded by UnpackLimit(h).
+func unpack(dir string, h Header) (bool, error) {
 	src := filepath.Join(dir, GzipName)
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
+	if ok, err := gzipHeaderIs(src, h); !ok || err != nil {
+		return false, err
+	}
+	limit := UnpackLimit(h)
 	rc, err := Open(src)
 	if err != nil {
 		return false, err
@@ -124,12 +131,12 @@ func unpack(dir string) (bool, error) {
 	defer rc.Close()
 	dst := filepath.Join(dir, FileName)
 	err = atomicfile.Write(dst, func(w io.Writer) error {
-		n, err := io.Copy(w, io.LimitReader(rc, MaxUnpackedBytes+1))
+		n, err := io.Copy(w, io.LimitReader(rc, limit+1))
 		if err != nil {
 			return err
 		}
-		if n > MaxUnpackedBytes {
-			return fmt.Errorf("%s unpacks to more than MaxUnpackedBytes (%d bytes)", src, MaxUnpackedBytes)
+		if n > limit {
+			return fmt.Errorf("%s unpacks to more than %d bytes (telemetry.MaxUnpackedBytes %d, or MaxLogBytes %d: %d records of at most %d bytes)", src, limit, MaxUnpackedBytes, MaxLogBytes, h.maxLogRecords(), maxRecordLine(h))
 		}
 		return nil
 	})
@@ -137,4 +144,74 @@ func unpack(dir string) (bool, error) {
 		return false, fmt.Errorf("telemetry: unpacking %s (remove it to start a fresh telemetry file): %w", src, err)
 	}
 	return true, nil
+}
+
+// UnpackLimit is the most bytes a resume unpacks from a GzipName of
+// header h: the header line and as many records as MaxLogBytes allows a
+// Log of h's sizes to hold (Read would refuse more), each of at most the
+// length the Writer gives a record of h's sizes; at most MaxUnpackedBytes.
+func UnpackLimit(h Header) int64 {
+	line, err := json.Marshal(h)
+	if err != nil {
+		return 0
+	}
+	return min(int64(len(line)+1)+h.maxLogRecords()*maxRecordLine(h), MaxUnpackedBytes)
+}
+
+// maxRecordLine is the longest line AppendRecord writes for a record of
+// h's sizes: epoch and step of up to 13 digits, each value at most 15
+// bytes with its comma (float32 in the shortest form, "1.1754942e-38"),
+// brackets; at most MaxLineBytes+1.
+func maxRecordLine(h Header) int64 {
+	vals, rows := int64(0), int64(0)
+	for l, L := range h.Layers {
+		vals += int64(L.N)
+		rows++
+		if l > 0 {
+			vals += int64(L.N) * int64(h.Layers[l-1].N)
+			rows++
+		}
+	}
+	fixed := int64(len(`{"epoch":,"step":,"max_norm":[],"grad_w":[]}` + "\n"))
+	return min(fixed+2*13+16*vals+3*rows, int64(MaxLineBytes)+1)
+}
+
+// gzipHeaderIs reports whether the header line of the compressed
+// telemetry file src is h's, as the Writer writes it, decompressing no
+// more than that line (at most MaxLineBytes). A pooled log's header is
+// errPooled; a line that is not h's is false, so the resume starts afresh.
+func gzipHeaderIs(src string, h Header) (bool, error) {
+	want, err := json.Marshal(h)
+	if err != nil {
+		return false, fmt.Errorf("telemetry %s: %w", src, err)
+	}
+	rc, err := Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer rc.Close()
+	br := bufio.NewReaderSize(io.LimitReader(rc, int64(MaxLineBytes)+1), 64<<10)
+	var head []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		head = append(head, part...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF || (err == nil && len(head) > MaxLineBytes) {
+			return false, nil // no whole header line within MaxLineBytes: not h's
+		}
+		if err != nil {
+			return false, err
+		}
+		break
+	}
+	head = head[:len(head)-1]
+	if string(head) == string(want) {
+		return true, nil
+	}
+	if pooled(head) {
+		return false, fmt.Errorf("telemetry %s: resume: %w", src, errPooled)
+	}
+	return false, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"unsafe"
 )
 
 // Limits of what Read accepts from a file, checked before anything of
@@ -25,6 +26,14 @@ var (
 	// MaxRecords bounds the number of records (30 epochs of the deep model
 	// at batch 128 are 12,870).
 	MaxRecords = 1 << 24
+	// MaxLogBytes bounds the memory a parsed Log may hold in total: its
+	// records times the bytes of one (RecordBytes: its values and row
+	// headers). It is checked as blocks of lines arrive, before their
+	// records are allocated, so a small file of many short records (a
+	// gzip of zero records expands a thousandfold) is refused, not
+	// parsed out of memory. 30 epochs of the deep model at batch 128 are
+	// about 60 MB.
+	MaxLogBytes int64 = 1 << 30
 	// ChunkBytes is the size of the blocks of whole lines the parsers
 	// work on (and, with MaxLineBytes, their buffer): memory is the Log
 	// plus about one block, not a multiple of the file.
@@ -116,6 +125,9 @@ func (p *parser) read(r io.Reader, chunk func(b []byte) error) (*Log, error) {
 			p.cut = 1
 		}
 		if len(block) > 0 {
+			if err := p.bound(bytes.Count(block, []byte{'\n'})); err != nil {
+				return nil, err
+			}
 			if err := chunk(block); err != nil {
 				return nil, err
 			}
@@ -155,12 +167,47 @@ func (p *parser) header(b []byte) error {
 	for _, n := range p.lens {
 		p.total += n
 	}
-	// Each value takes at least two bytes ("0,"); brackets and keys more.
-	p.min = 2*p.total + 2*len(p.lens) + len(`{"epoch":1,"step":1,"max_norm":[],"grad_w":[]}`) - 1
+	// Each value takes at least two bytes ("0," or a row's "0]"), each row
+	// its "[" and a comma but the last of max_norm and of grad_w.
+	p.min = 2*p.total + 2*len(p.lens) - 2 + len(`{"epoch":1,"step":1,"max_norm":[],"grad_w":[]}`)
 	if p.min > MaxLineBytes {
 		return p.errf(1, "header: a record of %d values would exceed %d bytes (telemetry.MaxLineBytes)", p.total, MaxLineBytes)
 	}
 	return nil
+}
+
+// RecordBytes is the memory one parsed record of the header's sizes
+// takes: its values (4 bytes each), its rows' slice headers and the
+// Record itself. MaxLogBytes / RecordBytes records fit in a Log.
+func (h *Header) RecordBytes() int64 {
+	vals, rows := 0, 0
+	for l, L := range h.Layers {
+		vals += L.N
+		rows++
+		if l > 0 {
+			vals += L.N * h.Layers[l-1].N
+			rows++
+		}
+	}
+	return 4*int64(vals) + 24*int64(rows) + int64(unsafe.Sizeof(Record{}))
+}
+
+// maxLogRecords is the number of records of the header's sizes that
+// MaxLogBytes and MaxRecords allow.
+func (h *Header) maxLogRecords() int64 {
+	return min(MaxLogBytes/h.RecordBytes(), int64(MaxRecords))
+}
+
+// bound checks, before a block of n more record lines is parsed, that the
+// Log would stay within MaxLogBytes; the error names the first line
+// beyond it.
+func (p *parser) bound(n int) error {
+	h := &p.log.Header
+	limit := h.maxLogRecords()
+	if int64(p.cut-1)+int64(n) <= limit || limit >= int64(MaxRecords) {
+		return nil // MaxRecords is checked line by line
+	}
+	return p.errf(int(limit)+2, "more than %d records of %d bytes: the log would exceed %d bytes (telemetry.MaxLogBytes)", limit, h.RecordBytes(), MaxLogBytes)
 }
 
 // check checks a header's format and sizes (against the package limits).

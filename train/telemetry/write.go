@@ -67,7 +67,8 @@ func open(path string, h Header, last int) (*Writer, error) {
 // torn last line are cut off, so the resumed run appends its steps after
 // the checkpoint's exactly once. When FileName is missing but GzipName is
 // there (a run directory committed compressed), GzipName is unpacked into
-// FileName first (and kept). A missing file, or one whose header is not h
+// FileName first (and kept) when its header line, decompressed first, is
+// h's; unpacking stops with an error beyond UnpackLimit(h). A missing file, or one whose header is not h
 // (another model, another run (Header.Run), or not a telemetry file), is
 // replaced by a fresh one (Create): the records of steps before the
 // checkpoint are then not in it.
@@ -79,7 +80,7 @@ func Resume(dir string, h Header, step int) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A committed run directory may carry the file compressed.
-		ok, uerr := unpack(dir)
+		ok, uerr := unpack(dir, h)
 		if uerr != nil {
 			return nil, uerr
 		}

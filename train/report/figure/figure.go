@@ -110,8 +110,14 @@ func SVG(w, h vg.Length, drawing func(draw.Canvas)) (s string, err error) {
 	return strings.ReplaceAll(out, "<image ", `<image preserveAspectRatio="none" `), nil
 }
 
-// PlotSVG renders p as an inline <svg> element of w×h points.
+// PlotSVG renders p as an inline <svg> element of w×h points. A plot
+// whose axis range is not finite or beyond ±MaxAbs is an error, not drawn
+// (gonum/plot's tick search would not end): leave such points out first
+// (PlottableXY).
 func PlotSVG(p *plot.Plot, w, h vg.Length) (string, error) {
+	if err := checkAxes(p); err != nil {
+		return "", err
+	}
 	return SVG(w, h, func(c draw.Canvas) { p.Draw(c) })
 }
 

@@ -54,12 +54,13 @@ func (g Grid) Y(r int) float64 {
 	return g.RowY(r)
 }
 
-// ZRange returns the finite minimum and maximum of z, widened by 0.5 on
-// each side when they are equal, (0, 1) when there is none.
+// ZRange returns the minimum and maximum of the Plottable values of z
+// (finite, within ±MaxAbs), widened by 0.5 on each side when they are
+// equal, (0, 1) when there is none.
 func ZRange(z []float64) (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, v := range z {
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if Plottable(v) {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 	}
@@ -79,7 +80,10 @@ type Heatmap struct {
 	BarLabel string
 	Grid     Grid
 	// Min and Max bound the color scale; values beyond are clamped, NaN
-	// is grey.
+	// is grey, and so are values that are not Plottable (the caller's
+	// caption says how many: DroppedNote(Beyond(Grid.Values))). A Min or
+	// Max that is not Plottable, or Max ≤ Min, is replaced by the
+	// values' ZRange.
 	Min, Max float64
 	// Width and Height are the figure's size in points.
 	Width, Height vg.Length
@@ -97,6 +101,9 @@ func (h Heatmap) SVG() (svg string, err error) {
 			err = fmt.Errorf("plot: %v", r)
 		}
 	}()
+	if !Plottable(h.Min) || !Plottable(h.Max) || !(h.Max > h.Min) {
+		h.Min, h.Max = ZRange(h.Grid.Values)
+	}
 	var cm palette.ColorMap = moreland.ExtendedBlackBody()
 	if h.Diverging {
 		cm = moreland.SmoothBlueRed()
@@ -105,7 +112,7 @@ func (h Heatmap) SVG() (svg string, err error) {
 	cm.SetMax(h.Max)
 	pal := cm.Palette(255)
 	colors := pal.Colors()
-	hm := plotter.NewHeatMap(h.Grid, pal)
+	hm := plotter.NewHeatMap(guardedGrid{h.Grid}, pal)
 	hm.Min, hm.Max = h.Min, h.Max
 	hm.Underflow, hm.Overflow = colors[0], colors[len(colors)-1]
 	hm.NaN = color.RGBA{200, 200, 200, 255}
@@ -122,6 +129,11 @@ func (h Heatmap) SVG() (svg string, err error) {
 	cb := NewPlot("", "", h.BarLabel)
 	cb.HideX()
 	cb.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+	for _, q := range []*plot.Plot{p, cb} {
+		if err := checkAxes(q); err != nil {
+			return "", err
+		}
+	}
 	const barW = 70
 	w := h.Width
 	svg, err = SVG(w, h.Height, func(c draw.Canvas) {
