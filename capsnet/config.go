@@ -1,7 +1,6 @@
 package capsnet
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -306,14 +305,14 @@ func LoadConfig(name string) (Config, error) {
 // MaxConfigBytes bounds a JSON config file (a real one is under 2 KiB).
 const MaxConfigBytes = 1 << 20
 
-// ParseConfig decodes a JSON config (unknown fields are errors) and
-// validates it, including that its parameters fit the memory limit of one
-// model (ModelMemoryLimit); source names it in errors.
+// ParseConfig decodes a JSON config strictly (decodeConfig: exactly one
+// object, no unknown, misspelt or repeated field, input exactly three
+// numbers) and validates it, including that its parameters fit the memory
+// limit of one model (ModelMemoryLimit); source names it in errors. Config
+// files and checkpoints' config metadata both come through here.
 func ParseConfig(b []byte, source string) (Config, error) {
-	var c Config
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	c, err := decodeConfig(b)
+	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %v", source, err)
 	}
 	l, err := c.Resolve()

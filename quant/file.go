@@ -29,8 +29,12 @@ func (m *Model) Save(path string) error {
 }
 
 // Encode writes the model to w in the format of the package doc. A tensor
-// whose values, scales and shape disagree is an error naming it.
+// whose values, scales and shape disagree, or whose scales Load would
+// refuse (checkScales), is an error naming it.
 func (m *Model) Encode(w io.Writer) error {
+	if err := m.checkScales(); err != nil {
+		return err
+	}
 	ts := make(map[string]safetensors.Tensor, 2*len(m.Tensors))
 	for i := range m.Tensors {
 		t := &m.Tensors[i]
@@ -182,8 +186,9 @@ func checkLayout(want []expected, have map[string]safetensors.Info, model string
 // capsnet.ParseConfig checks it), the granularity, the activation
 // settings if any, and that every tensor the config and settings imply is
 // present with its dtype and shape and no other; then every scale
-// (activation scales too) is finite and > 0, every float finite and no
-// int8 value is -128. Every error is one line naming the file (and the tensor).
+// (activation scales too) is finite and > 0 and the products the kernels
+// form of it are finite (checkWeightScales, checkActScale), every float
+// finite and no int8 value is -128. Every error is one line naming the file (and the tensor).
 func Load(path string) (*Model, error) {
 	h, err := safetensors.ReadHeader(path)
 	if err != nil {
@@ -268,20 +273,16 @@ func load(path string, h *safetensors.Header) (*Model, error) {
 			if i := slices.Index(t.Q, -128); i >= 0 {
 				return nil, fmt.Errorf("%s: tensor %q element %d is -128, outside the symmetric range [-127, 127]", path, sp.Name, i)
 			}
-			if err := finite(t.Scales); err != nil {
-				return nil, fmt.Errorf("%s: tensor %q %w", path, sp.Name+scaleSuffix, err)
-			}
-			for i, s := range t.Scales {
-				if s <= 0 {
-					return nil, fmt.Errorf("%s: tensor %q element %d is %v, a scale must be > 0", path, sp.Name+scaleSuffix, i, s)
-				}
-			}
+			var a float32 // the input's activation scale, 0 when not calibrated
 			if cal != nil {
-				a := st.Tensors[sp.Name+actSuffix].Data[0]
-				if math.IsNaN(float64(a)) || math.IsInf(float64(a), 0) || a <= 0 {
-					return nil, fmt.Errorf("%s: tensor %q is %v, an activation scale must be finite and > 0", path, sp.Name+actSuffix, a)
+				a = st.Tensors[sp.Name+actSuffix].Data[0]
+				if err := checkActScale(a); err != nil {
+					return nil, fmt.Errorf("%s: tensor %q %w", path, sp.Name+actSuffix, err)
 				}
 				cal.Scales = append(cal.Scales, ActScale{Name: sp.Name, Scale: a})
+			}
+			if err := checkWeightScales(t.Scales, a); err != nil {
+				return nil, fmt.Errorf("%s: tensor %q %w", path, sp.Name+scaleSuffix, err)
 			}
 		}
 		m.Tensors = append(m.Tensors, t)

@@ -2,7 +2,6 @@ package quant
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
@@ -209,10 +208,10 @@ func newCompiler(m *Model, l *capsnet.Layout) (*compiler, error) {
 		}
 		c.byName[sp.Name] = t
 	}
+	if err := m.checkScales(); err != nil {
+		return nil, err
+	}
 	for _, s := range m.Calibration.Scales {
-		if !(s.Scale > 0) || math.IsInf(float64(s.Scale), 0) {
-			return nil, fmt.Errorf("activation scale of %q is %v", s.Name, s.Scale)
-		}
 		c.act[s.Name] = s.Scale
 	}
 	for _, sp := range specs {
@@ -251,7 +250,9 @@ func (c *compiler) convs(n *Net) error {
 		} else {
 			L.y = a.Alloc(cv.Name+".y", graph.Activation, B, sh.OutC, sh.OutH(), sh.OutW())
 		}
-		L.mul, L.add = requantConsts(sa, sn, wt.Scales, bt.Float)
+		if L.mul, L.add, err = requantConsts(sa, sn, wt.Scales, bt.Float); err != nil {
+			return fmt.Errorf("quant: conv %s: %w", cv.Name, err)
+		}
 		n.weights += 8 * int64(sh.OutC)
 		n.convs = append(n.convs, L)
 		prevNext = L.next
@@ -288,14 +289,16 @@ func (n *Net) packConv(L *i8Conv, wt *Tensor) error {
 
 // requantConsts returns the per-channel multiply-add of a layer's int32
 // sums: the input scale sa times the weight scales, and the biases, both
-// divided by the next input's scale sn (1 for a dequantized output).
-func requantConsts(sa, sn float32, scales, bias []float32) (mul, add []float32) {
+// divided by the next input's scale sn (1 for a dequantized output); an
+// error when a sum of the int32 range would dequantize to ±Inf
+// (checkRequant).
+func requantConsts(sa, sn float32, scales, bias []float32) (mul, add []float32, err error) {
 	mul, add = make([]float32, len(bias)), make([]float32, len(bias))
 	for c := range bias {
 		mul[c] = sa * scales[c] / sn
 		add[c] = bias[c] / sn
 	}
-	return mul, add
+	return mul, add, checkRequant(mul, add)
 }
 
 // caps compiles the capsule layers.
@@ -349,6 +352,9 @@ func (c *compiler) packVotes(n *Net, L *i8Caps, cl capsnet.CapsLayer) error {
 		}
 		n.weights += int64(L.w[i].Bytes())
 	}
+	if err := checkRequant(L.mul, nil); err != nil {
+		return err
+	}
 	L.prior = make([]float32, nIn*cl.Out)
 	for i := range nIn {
 		for j := range cl.Out {
@@ -389,7 +395,9 @@ func (c *compiler) decoder(n *Net) error {
 		} else {
 			L.y = a.Alloc(fc.Name+".y", graph.Activation, B, fc.Out)
 		}
-		L.mul, L.add = requantConsts(c.act[fc.Name+".weight"], sn, wt.Scales, bt.Float)
+		if L.mul, L.add, err = requantConsts(c.act[fc.Name+".weight"], sn, wt.Scales, bt.Float); err != nil {
+			return fmt.Errorf("quant: %s: %w", fc.Name, err)
+		}
 		n.dec = append(n.dec, L)
 		xq = L.next
 	}
@@ -524,10 +532,26 @@ func (n *Net) headForward() error {
 	if _, err := kernels.MarginLoss(n.margin, n.Batch, d, classes, top.v.Data(), n.zeroLabels, n.norms.Data(), nil); err != nil {
 		return err
 	}
+	// As the float Net refuses a NaN or infinite loss, refuse capsule
+	// lengths that are not finite: predictions from them are noise.
+	if err := finiteNorms(n.norms.Data(), classes); err != nil {
+		return err
+	}
 	if err := kernels.PredictLabels(n.Batch, classes, n.norms.Data(), n.pred); err != nil {
 		return err
 	}
 	return kernels.MaskCapsules(n.Batch, d, classes, top.v.Data(), n.pred, n.decIn.Data())
+}
+
+// finiteNorms returns an error naming the first capsule length of norms
+// (images × classes) that is NaN or infinite, nil when there is none.
+func finiteNorms(norms []float32, classes int) error {
+	for i, v := range norms {
+		if !isFinite32(v) {
+			return fmt.Errorf("quant: capsule length %v (image %d, class %d) is not finite: the model's scales overflow float32 in the routing", v, i/classes, i%classes)
+		}
+	}
+	return nil
 }
 
 // forward runs one decoder layer on B images.

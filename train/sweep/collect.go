@@ -219,6 +219,9 @@ func readResult(dir string, t Task) outcome {
 	if len(b) > MaxResultBytes {
 		return outcome{kind: outInvalid, msg: fmt.Sprintf("more than %d MiB", MaxResultBytes>>20)}
 	}
+	if err := checkNesting(b); err != nil {
+		return outcome{kind: outInvalid, msg: "not a result: " + err.Error()}
+	}
 	var r resultFile
 	if err := json.Unmarshal(stripArrays(make([]byte, 0, min(len(b), 1<<16)), b), &r); err != nil {
 		return outcome{kind: outInvalid, msg: "not a result: " + oneLine(err.Error())}
@@ -465,7 +468,8 @@ var skipKeys = [][]byte{[]byte("NormMean"), []byte("NormStd"), []byte("Dead"), [
 // stripArrays appends to dst the JSON text b with the value of every key
 // of skipKeys that is an array without strings or nested arrays (numbers,
 // booleans, null) replaced by null. It jumps from quote to quote (the
-// arrays hold none), so it runs at memory speed; what it leaves is
+// arrays hold none) and looks at each byte a bounded number of times, so
+// it runs at memory speed in linear time; what it leaves is
 // decoded, and checked, by encoding/json.
 func stripArrays(dst, b []byte) []byte {
 	i := 0 // b[:i] is copied to dst
@@ -512,12 +516,13 @@ func stripArrays(dst, b []byte) []byte {
 		if j >= len(b) || b[j] != '[' {
 			continue
 		}
-		close := bytes.IndexByte(b[j+1:], ']')
+		// The body ends at the first quote or bracket: a later key's
+		// body starts after it, so no byte is scanned twice.
+		close := bytes.IndexAny(b[j+1:], `"[]`)
 		if close < 0 {
 			break
 		}
-		body := b[j+1 : j+1+close]
-		if bytes.IndexByte(body, '"') >= 0 || bytes.IndexByte(body, '[') >= 0 {
+		if b[j+1+close] != ']' {
 			continue
 		}
 		dst = append(dst, b[i:j]...)

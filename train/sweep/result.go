@@ -127,11 +127,15 @@ func WriteResult(path string, r Result) error {
 	return nil
 }
 
-// ReadResult reads a result file (at most 64 MiB).
+// ReadResult reads a result file (at most 64 MiB, nested at most
+// maxResultDepth deep).
 func ReadResult(path string) (Result, error) {
 	b, err := readBounded(path, "result", maxResultFile)
 	if err != nil {
 		return Result{}, err
+	}
+	if err := checkNesting(b); err != nil {
+		return Result{}, fmt.Errorf("result %s: %w", path, err)
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -141,4 +145,53 @@ func ReadResult(path string) (Result, error) {
 		return Result{}, fmt.Errorf("result %s: field status: %q: want done or failed", path, trunc(r.Status))
 	}
 	return r, nil
+}
+
+// maxResultDepth bounds the nesting of a result file's JSON (arrays and
+// objects): a real result nests 6 deep (result, analysis, layers, a
+// layer, its coupling rows, a row).
+const maxResultDepth = 64
+
+// checkNesting refuses JSON text nested deeper than maxResultDepth, or
+// closing more than it opens, before anything decodes it: one linear
+// pass over b (docs/reliability.md).
+func checkNesting(b []byte) error { return checkNestingDepth(b, maxResultDepth) }
+
+// checkNestingDepth is checkNesting with the bound max. Brackets and
+// braces inside strings are skipped; whether they match in kind is left
+// to encoding/json, which then decodes text of bounded depth in linear
+// time.
+func checkNestingDepth(b []byte, max int) error {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i+1)
+		case '[', '{':
+			if depth++; depth > max {
+				return fmt.Errorf("nested more than %d deep at byte %d", max, i)
+			}
+		case ']', '}':
+			if depth--; depth < 0 {
+				return fmt.Errorf("unbalanced %q at byte %d", b[i], i)
+			}
+		}
+	}
+	return nil
+}
+
+// stringEnd returns the index of the quote closing the JSON string whose
+// text starts at b[i], or len(b) when it is not closed.
+func stringEnd(b []byte, i int) int {
+	for i < len(b) {
+		k := bytes.IndexAny(b[i:], "\"\\")
+		if k < 0 {
+			return len(b)
+		}
+		if b[i+k] == '"' {
+			return i + k
+		}
+		i += k + 2 // an escape and the byte it escapes
+	}
+	return len(b)
 }
