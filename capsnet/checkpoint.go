@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -101,12 +103,18 @@ const Int8FormatPrefix = "capstan-int8/"
 // model (package quant) is refused from its header, before its data is
 // read.
 func ReadCheckpoint(path string) (*Checkpoint, error) {
+	if err := CheckCheckpointPath(path); err != nil {
+		return nil, err
+	}
 	h, err := safetensors.ReadHeader(path)
 	if err != nil {
 		return nil, err
 	}
 	if f := h.Metadata["format"]; strings.HasPrefix(f, Int8FormatPrefix) {
 		return nil, fmt.Errorf("%s is an int8 model (quant, format %s), not a float checkpoint: tools/infer runs either kind; in Go, quant.Load", path, f)
+	}
+	if isOptimizerState(h) {
+		return nil, fmt.Errorf("%s is an optimizer state (Adam moments of step %s), not a checkpoint: give the run's checkpoint, %s", path, h.Metadata["step"], filepath.Join(filepath.Dir(path), CheckpointFileName))
 	}
 	st, err := safetensors.Read(path)
 	if err != nil {
@@ -119,6 +127,44 @@ func ReadCheckpoint(path string) (*Checkpoint, error) {
 		}
 	}
 	return ck, nil
+}
+
+// CheckpointFileName is the checkpoint's file name in a run directory
+// (train.CheckpointName): the file an error suggests when a run directory
+// or an optimizer state is given as a checkpoint.
+const CheckpointFileName = "checkpoint.safetensors"
+
+// CheckCheckpointPath refuses a checkpoint path that is a directory before
+// anything is read from it (a directory would read as a truncated file):
+// for a run directory the error names its checkpoint,
+// DIR/checkpoint.safetensors. A path that does not exist, or any other
+// file, is left to the reader.
+func CheckCheckpointPath(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	ck := filepath.Join(path, CheckpointFileName)
+	if s, err := os.Stat(ck); err == nil && s.Mode().IsRegular() {
+		return fmt.Errorf("%s is a directory, not a checkpoint file: for the run in it, give %s", path, ck)
+	}
+	return fmt.Errorf("%s is a directory, not a checkpoint file (a safetensors file)", path)
+}
+
+// isOptimizerState reports whether header h is an optimizer state as
+// package train saves it beside a checkpoint (optimizer-STEP.safetensors):
+// no model config, and only the Adam moments adam.m.NAME and adam.v.NAME
+// of the parameters.
+func isOptimizerState(h *safetensors.Header) bool {
+	if h.Metadata["config"] != "" || len(h.Tensors) == 0 {
+		return false
+	}
+	for name := range h.Tensors {
+		if !strings.HasPrefix(name, "adam.m.") && !strings.HasPrefix(name, "adam.v.") {
+			return false
+		}
+	}
+	return true
 }
 
 // HasConfig reports whether the checkpoint names its model (a "config"

@@ -208,7 +208,7 @@ func DeepInitStd(dIn int) float64 { return 1.5 / math.Sqrt(float64(dIn)) }
 // deep (n=16, d=8, L=4, r=10), deep-uniform, deep's variants
 // deep-he-normal, deep-glorot-uniform and deep-sum-loss, the test models tiny-sabour, tiny-deep,
 // tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), the
-// paper's grid deep-nN-dD-LL (L 1..8, n 16/32/64, d 8/16/32/64, routing by
+// paper's grid deep-nN-dD-LL (L of GridL, n of GridN, d of GridD, routing by
 // agreement, r 10) and its uniform-routing twins deep-nN-dD-LL-uniform
 // (the baseline beside each grid model in the sweeps).
 func Presets() map[string]Config {
@@ -254,12 +254,12 @@ func Presets() map[string]Config {
 	td3 := deepConfig(6, 5, 3, 5, DefaultRouting(), 24, []ConvConfig{{Out: 6, Kernel: 3, Stride: 1}, {Out: 8, Kernel: 3, Stride: 1}}, []int{32, 64})
 	td3.Name = "tiny-deep3"
 	p["tiny-deep3"] = td3
-	for L := 1; L <= 8; L++ {
-		for _, n := range []int{16, 32, 64} {
-			for _, d := range []int{8, 16, 32, 64} {
+	for _, L := range GridL {
+		for _, n := range GridN {
+			for _, d := range GridD {
 				for i := range RoutingKinds {
 					c := DeepRouting(n, d, L, 10, &RoutingKinds[i])
-					c.Name = PresetTwin(fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L), RoutingKinds[i].Name)
+					c.Name = PresetTwin(gridName(n, d, L), RoutingKinds[i].Name)
 					p[c.Name] = c
 				}
 			}
@@ -285,7 +285,7 @@ func LoadConfig(name string) (Config, error) {
 		return c, c.Validate()
 	}
 	if _, err := os.Stat(name); err != nil && !strings.HasSuffix(name, ".json") {
-		return Config{}, fmt.Errorf("unknown model %q: not a preset (sabour, deep, deep-uniform, tiny-*, deep-nN-dD-LL, deep-nN-dD-LL-uniform) nor a config file", name)
+		return Config{}, fmt.Errorf("unknown model %q: not a preset (%s) nor a config file", name, PresetHint())
 	}
 	f, err := os.Open(name)
 	if err != nil {

@@ -192,3 +192,23 @@ func (o *Options) provenance(old map[string]string) map[string]string {
 	}
 	return p
 }
+
+// ErrResumeModel is wrapped by the error of CheckResumeModel: a run cannot
+// go on with another model than the one its checkpoint holds.
+var ErrResumeModel = errors.New("a run goes on with the model its checkpoint holds")
+
+// CheckResumeModel checks, before anything else about a resumed run, that
+// model cfg is the one checkpoint ck holds: a checkpoint that names its
+// model must name cfg's exact configuration (as Params.Load requires). The
+// error is a *FieldError of "Model" wrapping ErrResumeModel, saying which
+// model the checkpoint holds. A state dict without a config takes any
+// model.
+func CheckResumeModel(ck *capsnet.Checkpoint, cfg capsnet.Config) error {
+	if !ck.HasConfig() || ck.Config.JSON() == cfg.JSON() {
+		return nil
+	}
+	if ck.Config.Name == cfg.Name {
+		return &FieldError{"Model", cfg.Name, fmt.Errorf("%s holds another configuration of model %s (a changed preset or config file): %w", ck.Path, cfg.Name, ErrResumeModel)}
+	}
+	return &FieldError{"Model", cfg.Name, fmt.Errorf("%s holds model %s, not %s: %w", ck.Path, ck.Config.Name, cfg.Name, ErrResumeModel)}
+}

@@ -131,6 +131,9 @@ func Read(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.IsDir() { // it would read as a truncated file
+		return nil, fmt.Errorf("%s is a directory, not a safetensors file", path)
+	}
 	// The size comes from Stat: a tensor's memory can be allocated whole
 	// once the header has been checked against it and the limits.
 	out, err := decode(f, st.Size(), true)
@@ -250,6 +253,9 @@ func ReadHeader(path string) (*Header, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if st.IsDir() { // it would read as a truncated file
+		return nil, fmt.Errorf("%s is a directory, not a safetensors file", path)
 	}
 	meta, spans, err := decodeHeader(f, st.Size(), true)
 	if err != nil {

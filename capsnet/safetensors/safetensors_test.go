@@ -382,3 +382,15 @@ func TestReadHeaderRejectsBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDirectory checks that a directory is refused as one, not read
+// as a truncated file.
+func TestReadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Read(dir); err == nil || !strings.Contains(err.Error(), dir+" is a directory") {
+		t.Errorf("Read(dir) = %v; want a directory error", err)
+	}
+	if _, err := ReadHeader(dir); err == nil || !strings.Contains(err.Error(), dir+" is a directory") {
+		t.Errorf("ReadHeader(dir) = %v; want a directory error", err)
+	}
+}

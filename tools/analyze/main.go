@@ -71,7 +71,7 @@ func parse(args []string, stdout io.Writer) (*config, error) {
 	c := &config{Options: study.Options{Thresholds: analysis.DefaultThresholds(), Notes: stdout, Warnings: os.Stderr}}
 	var cks files
 	fs.Var(&cks, "checkpoint", "checkpoint to analyse; repeat for several models of one architecture (default runs/default/checkpoint.safetensors)")
-	fs.StringVar(&c.Data, "data", "embedded", "test images: "+strings.Join(analyzeData, ", ")+" (AffNIST generated from the MNIST / embedded test digits)")
+	fs.StringVar(&c.Data, "data", "embedded", "test images: "+cli.SetList(analyzeData)+" (NAME-val: the validation split held out of NAME's training images; AffNIST generated from the MNIST / embedded test digits)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "directory holding the data set")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the AffNIST transformations")
 	fs.IntVar(&c.K, "k", 0, "images to analyse (0: all of the data set)")
@@ -118,6 +118,9 @@ func parse(args []string, stdout io.Writer) (*config, error) {
 			}
 			c.Families = append(c.Families, f)
 		}
+	}
+	if err := cli.CheckDataDir(c.DataDir, c.Data); err != nil {
+		return nil, err
 	}
 	c.Checkpoints = cks
 	if len(c.Checkpoints) == 0 {

@@ -53,6 +53,9 @@ func run(args []string) error {
 			return cli.Usagef("%s is required (see -h)", f.name)
 		}
 	}
+	if err := capsnet.CheckCheckpointPath(*weights); err != nil {
+		return fmt.Errorf("-weights: %w", err)
+	}
 	inputs := []cli.Path{{Flag: "-weights", Value: *weights}, {Flag: "-batch", Value: *batch}, cli.ModelInput(*model)}
 	if err := cli.CheckOutputs([]cli.Path{{Flag: "-out", Value: *out}}, inputs); err != nil {
 		return err

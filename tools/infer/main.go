@@ -73,7 +73,7 @@ func run(args []string) error {
 	var o options
 	fs.StringVar(&o.ck, "checkpoint", "runs/default/checkpoint.safetensors", "checkpoint (safetensors with config metadata, or a PyTorch state dict with -model)")
 	model := fs.String("model", "", "model preset or JSON config: for a state dict without config metadata (a checkpoint that has one must hold this model), or for -plan without a checkpoint")
-	fs.StringVar(&o.data, "data", "embedded", "data set to evaluate: "+strings.Join(data.DataSets, ", ")+", or "+strings.Join(data.GeneratedSets, " / ")+" (AffNIST generated from the MNIST / embedded test digits)")
+	fs.StringVar(&o.data, "data", "embedded", "data set to evaluate: "+cli.SetList(evalData)+" (NAME-val: the validation split held out of NAME's training images; "+strings.Join(data.GeneratedSets, " / ")+": AffNIST generated from the MNIST / embedded test digits)")
 	fs.StringVar(&o.dir, "data-dir", "", "directory holding the data set ("+strings.Join(dirSets(), ", ")+")")
 	fs.StringVar(&o.image, "image", "", "classify this PNG image instead of evaluating a data set")
 	fs.IntVar(&o.batch, "batch", 100, fmt.Sprintf("batch size, 1 to %d", capsnet.MaxBatch))
@@ -105,6 +105,14 @@ func run(args []string) error {
 	}
 	if o.plan && cfg != nil {
 		return printPlans(os.Stdout, *cfg, o.batch)
+	}
+	if !o.plan && o.image == "" {
+		if err := cli.CheckDataDir(o.dir, o.data); err != nil {
+			return err
+		}
+	}
+	if err := capsnet.CheckCheckpointPath(o.ck); err != nil {
+		return fmt.Errorf("-checkpoint: %w", err)
 	}
 	isInt8, err := quant.IsModelFile(o.ck)
 	if err != nil {

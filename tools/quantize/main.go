@@ -64,8 +64,8 @@ func run(args []string) error {
 	fs.StringVar(&o.method, "calib", "percentile", "activation calibration: minmax (largest |x|) or percentile (a percentile of |x|, -percentile)")
 	fs.Float64Var(&o.pct, "percentile", quant.DefaultPercentile, "percentile of |x| of -calib percentile, in (0, 100]")
 	fs.IntVar(&o.nCalib, "calib-images", 1000, fmt.Sprintf("calibration images, 1 to %d", maxCalib))
-	fs.StringVar(&o.data, "data", "", "training data set of the calibration images: "+strings.Join(data.DataSets, ", ")+" (default: the one the checkpoint was trained on, else embedded)")
-	fs.StringVar(&o.eval, "eval", "", "data set to compare the two models on: a test set, NAME-val, "+strings.Join(data.GeneratedSets, ", ")+", or none (default: the test split of -data)")
+	fs.StringVar(&o.data, "data", "", "training data set of the calibration images: "+cli.SetList(data.DataSets)+" (default: the one the checkpoint was trained on, else embedded)")
+	fs.StringVar(&o.eval, "eval", "", "data set to compare the two models on: "+cli.SetList(data.TestSets)+", or none (default: the test split of -data)")
 	fs.StringVar(&o.dir, "data-dir", "", "directory holding the data set ("+strings.Join(data.FileSets, ", ")+")")
 	fs.IntVar(&o.batch, "batch", 100, fmt.Sprintf("evaluation batch size, 1 to %d", capsnet.MaxBatch))
 	fs.IntVar(&o.threads, "threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("evaluation replicas, 1 to %d", cli.MaxThreads))
@@ -93,6 +93,11 @@ func run(args []string) error {
 	}
 	if o.eval == "" {
 		o.eval = o.data
+	}
+	for _, set := range []string{o.data, o.eval} {
+		if err := cli.CheckDataDir(o.dir, set); err != nil {
+			return err
+		}
 	}
 	// The data sets are known now (the checkpoint's by default): -out
 	// must not replace one of their files either.

@@ -28,6 +28,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train"
+	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/sweep"
 )
 
@@ -227,6 +228,11 @@ func runCmd(args []string) error {
 	}
 	if *manifest == "" {
 		return cli.Usagef("-manifest: the sweep's manifest is required")
+	}
+	if *dataDir != "" {
+		if err := data.CheckDir(*dataDir); err != nil {
+			return fmt.Errorf("-data-dir: %w", err)
+		}
 	}
 	given := cli.Given(fs)
 	if given["index"] && *index < 0 {

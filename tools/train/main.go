@@ -18,7 +18,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -66,8 +68,8 @@ func run(args []string) error {
 	// process then exits 128 + the signal's number.
 	ctx, sig, stop := cli.NotifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Printf("capstan train: model %s on %s (%d training, %d validation images held out, %d test images reported beside), %d epochs, batch %d, placement %s, kernels %s\n",
-		o.Model.Name, *f.dataName, o.Train.N, o.Val.N, o.Test.N, o.Epochs, o.Batch, o.PlacementHint(), kernels.Impl())
+	fmt.Printf("capstan train: model %s on %s, %s (%d training, %d validation images held out, %d test images reported beside), %d epochs, batch %d, placement %s, kernels %s\n",
+		o.Model.Name, *f.dataName, dataSource(*f.dataName, *f.dataDir), o.Train.N, o.Val.N, o.Test.N, o.Epochs, o.Batch, o.PlacementHint(), kernels.Impl())
 	res, err := train.Run(ctx, o)
 	if err != nil {
 		return flagError(err, badValue(err))
@@ -99,7 +101,7 @@ func newFlags() *flags {
 	cli.SetUsage(fs, summary, notes)
 	return &flags{
 		fs:        fs,
-		model:     fs.String("model", "sabour-small", "model: a preset ("+strings.Join(presetHint(), ", ")+", …) or a JSON config file; with -resume the checkpoint's unless given"),
+		model:     fs.String("model", "sabour-small", "model: a preset ("+capsnet.PresetHint()+") or a JSON config file; with -resume the checkpoint's unless given"),
 		dataName:  fs.String("data", "embedded", "data set: "+strings.Join(data.DataSets, ", ")),
 		nVal:      fs.Int("val", 0, fmt.Sprintf("validation images held out of the training set (its last ones; -target stops on them, never on the test set, which is reported beside), 1 to the training set's size minus one (default: %d, %d for the embedded data; with -resume the checkpoint's)", data.ValidationImages, data.EmbeddedValidationImages)),
 		dataDir:   fs.String("data-dir", "", "directory holding the data set, not for embedded (default: the cache, see ./build.sh data)"),
@@ -158,6 +160,9 @@ func (f *flags) resumed() (*capsnet.Checkpoint, error) {
 	if *f.resume == "" {
 		return nil, nil
 	}
+	if err := checkResume(*f.resume); err != nil {
+		return nil, err
+	}
 	ck, err := train.ReadResume(*f.resume)
 	if err != nil {
 		return nil, fmt.Errorf("-resume: %w", err)
@@ -208,9 +213,17 @@ func (f *flags) options(args []string, ck *capsnet.Checkpoint) (train.Options, e
 		return train.Options{}, err
 	}
 	if ck != nil {
+		// What the run is comes before how it trains: a -model the run
+		// does not hold is said so, not blamed on a recipe detail (-shift).
+		if err := resumeModelError(train.CheckResumeModel(ck, cfg), *f.resume, ck.Config.Name, cfg.Name); err != nil {
+			return train.Options{}, err
+		}
 		if err := f.resumedData(ck); err != nil {
 			return train.Options{}, err
 		}
+	}
+	if err := cli.CheckDataDir(*f.dataDir, *f.dataName); err != nil {
+		return train.Options{}, err
 	}
 	rec := train.Recipe{Model: cfg, Data: *f.dataName, DataDir: *f.dataDir, ValImages: *f.nVal, Shift: *f.shift, ShiftDefault: !f.given["shift"]}
 	if f.given["epochs"] {
@@ -417,8 +430,55 @@ func commandLine(args []string) string {
 	return strings.Join(q, " ")
 }
 
-func presetHint() []string {
-	return []string{"sabour-small", "sabour", "deep", "deep-uniform", "deep-nN-dD-LL", "deep-nN-dD-LL-uniform"}
+// dataSource says where data set name was read from with -data-dir dir:
+// "built in" for the embedded set, else "read from DIR".
+func dataSource(name, dir string) string {
+	d, err := data.Where(name, dir)
+	switch {
+	case err != nil:
+		return "read from an unknown directory"
+	case d == data.BuiltIn:
+		return d
+	}
+	return "read from " + d
+}
+
+// resumeModelError says, for an error of train.CheckResumeModel (nil:
+// nil), that the run in resume holds model held and -model asks for
+// asked, and how to go on: without -model, or a fresh run.
+func resumeModelError(err error, resume, held, asked string) error {
+	if err == nil {
+		return nil
+	}
+	dir := cli.ShellQuote(train.ResumeDir(resume))
+	what := fmt.Sprintf("the run in %s holds model %s, -model asks for %s", dir, held, asked)
+	if held == asked {
+		what = fmt.Sprintf("the run in %s holds another configuration of model %s than -model gives (a changed preset or config file)", dir, held)
+	}
+	return cli.Usagef("-model %s: %s: drop -model to resume the run with its own model, or train %s afresh without -resume (a fresh -out, or -overwrite to replace the run)", asked, what, asked)
+}
+
+// checkResume says, before the checkpoint is read, why a -resume path
+// has nothing to resume: no such directory, or no checkpoint yet in it
+// (the run had not finished an epoch), and how to start the run. A path
+// that may hold a checkpoint is left to train.ReadResume.
+func checkResume(path string) error {
+	st, err := os.Stat(path)
+	if err == nil && !st.IsDir() {
+		return nil // a checkpoint file
+	}
+	dir, ck := path, filepath.Join(path, train.CheckpointName)
+	if err != nil && strings.HasSuffix(path, ".safetensors") {
+		dir, ck = filepath.Dir(path), path
+	}
+	if _, err := os.Stat(ck); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	start := fmt.Sprintf("start the run with -out %s, without -resume", cli.ShellQuote(dir))
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("-resume %s: %s does not exist, there is no run to resume: %s", path, dir, start)
+	}
+	return fmt.Errorf("-resume %s: no checkpoint yet in %s (the run had not finished an epoch): %s", path, dir, start)
 }
 
 func isTerminal(f *os.File) bool {

@@ -72,7 +72,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-out", ""}, "-out", 2},
 		{[]string{"stray"}, "stray", 2},
 		{[]string{"-nonsense"}, "nonsense", 2},
-		{[]string{"-model", "deep", "-data", "mnist", "-data-dir", "/nonexistent"}, "./build.sh data", 1},
+		{[]string{"-model", "deep", "-data", "mnist", "-data-dir", "/nonexistent"}, "-data-dir: data directory /nonexistent does not exist", 1},
+		{[]string{"-model", "deep", "-data", "mnist"}, "./build.sh data", 1},              // the empty cache
 		{[]string{"-val", "5000", "-batch", "2000"}, "-batch 2000: the training data", 2}, // 1000 training images left
 	} {
 		args := append([]string{"-out", out}, tc.args...) // tc's -out last, to override

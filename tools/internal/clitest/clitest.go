@@ -16,11 +16,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -99,6 +101,79 @@ func Checkpoint(t testing.TB, preset string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// RunDir writes a run directory as tools/train leaves it, for the errors
+// of a directory or an optimizer state given as a checkpoint: a checkpoint
+// of preset (checkpoint.safetensors) and its optimizer state
+// (optimizer-1.safetensors: the Adam moments adam.m.NAME and adam.v.NAME
+// of every parameter). It returns the directory and the two files.
+func RunDir(t testing.TB, preset string) (dir, checkpoint, optimizer string) {
+	t.Helper()
+	p, err := capsnet.NewParams(capsnet.Presets()[preset])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(1)
+	dir = t.TempDir()
+	checkpoint = filepath.Join(dir, capsnet.CheckpointFileName)
+	if err := p.SaveCheckpoint(checkpoint, map[string]string{"epoch": "1", "step": "1", "optimizer": "optimizer-1.safetensors"}); err != nil {
+		t.Fatal(err)
+	}
+	opt := map[string]safetensors.Tensor{}
+	for _, q := range p.List {
+		n := q.Buf.Len()
+		opt["adam.m."+q.Name] = safetensors.Tensor{Shape: []int{n}, Data: make([]float32, n)}
+		opt["adam.v."+q.Name] = safetensors.Tensor{Shape: []int{n}, Data: make([]float32, n)}
+	}
+	optimizer = filepath.Join(dir, "optimizer-1.safetensors")
+	if err := safetensors.Write(optimizer, opt, map[string]string{"epoch": "1", "step": "1", "batch": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir, checkpoint, optimizer
+}
+
+// FlagHelp returns the help text of flag -name in usage (a command's -h
+// output): the lines after "  -name …" up to the next flag.
+func FlagHelp(usage, name string) string {
+	_, rest, ok := strings.Cut(usage, "\n  -"+name+" ")
+	if !ok {
+		_, rest, _ = strings.Cut(usage, "\n  -"+name+"\n")
+	}
+	help, _, _ := strings.Cut(rest, "\n  -")
+	return help
+}
+
+// WantNames fails the test for every name of names that text (a flag's
+// help, an error) does not list as a word of its own: "mnist" is not
+// found in "mnist-val".
+func WantNames(t testing.TB, what, text string, names []string) {
+	t.Helper()
+	for _, n := range names {
+		if !regexp.MustCompile(`(^|[\s,:;(/])` + regexp.QuoteMeta(n) + `($|[\s,:;)/])`).MatchString(text) {
+			t.Errorf("%s does not list %s: %q", what, n, text)
+		}
+	}
+}
+
+// WantErr fails the test unless err mentions every fragment of want and
+// none of unwanted.
+func WantErr(t testing.TB, what string, err error, want []string, unwanted ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error, want one mentioning %q", what, want)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %q, want one mentioning %q", what, err, w)
+		}
+	}
+	for _, u := range unwanted {
+		if strings.Contains(err.Error(), u) {
+			t.Errorf("%s: error %q mentions %q", what, err, u)
+		}
+	}
 }
 
 // PNGSize returns the width and height of the PNG file at path, failing
