@@ -10,10 +10,14 @@ import (
 	"github.com/capstan-ml/capstan/graph"
 )
 
-// MaxModelBytes bounds the memory of one model: NewParams refuses a config
-// whose parameters need more, and NewNet and NewInferenceNet refuse a Net
-// whose parameters plus memory plan (the Net's arena) need more, before
-// allocating either. Each data-parallel replica is one Net, checked alone.
+// MaxModelBytes bounds the memory of the process's models: NewParams
+// refuses a config whose parameters need more, NewNet and NewInferenceNet
+// a Net whose parameters plus memory plan (the Net's arena) need more,
+// and ProcessMemory.Check (train.NewTrainer, the evaluators of
+// train/eval, the tools and sweep tasks, from their flags, task files or a
+// resumed run's plan) a process whose replicas together, with the shared
+// parameters, the optimizer state and the data batches, need more; all
+// before allocating anything.
 // 0, the default, means three quarters of the machine's memory (the
 // cgroup's memory limit when lower, 2 GiB where neither is known): what a
 // model can have before the kernel's OOM killer takes the process.

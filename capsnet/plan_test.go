@@ -1,6 +1,8 @@
 package capsnet
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +56,49 @@ func mustParams(t *testing.T, name string) *Params {
 	}
 	t.Setenv(MemoryEnv, "1MiB")
 	return p
+}
+
+// TestProcessMemory: TrainingMemory sums the replicas' plans as the
+// trainer splits the batch; Check refuses a total over the limit with one
+// line naming threads, batch, the limit and MemoryEnv, and threads above
+// MaxThreads whatever the limit.
+func TestProcessMemory(t *testing.T) {
+	l, err := Presets()["tiny-deep"].Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := l.TrainingMemory(10, 3) // replicas of 4, 3 and 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n4, _ := l.TrainingPlan(4, false)
+	_, n3, _ := l.TrainingPlan(3, false)
+	if want := n4.Total + 2*n3.Total; m.Replicas != want {
+		t.Errorf("replicas %d bytes, want %d", m.Replicas, want)
+	}
+	if m.Optimizer != 3*m.Params {
+		t.Errorf("optimizer %d bytes, parameters %d: want three times", m.Optimizer, m.Params)
+	}
+	t.Setenv(MemoryEnv, strconv.FormatInt(m.Total(), 10))
+	if err := m.Check(); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	t.Setenv(MemoryEnv, strconv.FormatInt(m.Total()-1, 10))
+	err = m.Check()
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("over the limit: %v", err)
+	}
+	for _, want := range []string{"threads 3 × batch 10", MemoryEnv + "=", "3 replicas"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not name %q", err, want)
+		}
+	}
+	t.Setenv(MemoryEnv, "1TiB")
+	huge := ProcessMemory{Model: "x", Batch: 4096, Threads: 4096}
+	if err := huge.Check(); err == nil || !strings.Contains(err.Error(), "threads 4096 (batch 4096)") {
+		t.Errorf("4096 threads: %v", err)
+	}
+	if _, err := l.TrainingMemory(4096, 4096); err == nil {
+		t.Error("TrainingMemory planned 4096 threads")
+	}
 }

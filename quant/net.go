@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -130,6 +131,60 @@ func (f Footprint) String() string {
 // allocated, within the memory limit of one model
 // (capsnet.ModelMemoryLimit).
 func NewNet(m *Model, batch int) (*Net, error) {
+	budget, err := capsnet.ModelMemoryBudget()
+	if err != nil {
+		return nil, err
+	}
+	return compile(m, batch, &budget)
+}
+
+// errPlanned stops an arena's Seal once its plan is made (PlanNet).
+var errPlanned = errors.New("quant: planned, not allocated")
+
+// PlanNet returns the footprint NewNet(m, batch) would have, its arena's
+// memory plan and its packed weights, without allocating the arena and
+// without the memory limit: the weights are packed once to be measured.
+func PlanNet(m *Model, batch int) (Footprint, error) {
+	n, err := compile(m, batch, nil)
+	if err != nil {
+		return Footprint{}, err
+	}
+	return Footprint{Arena: n.Arena.Plan().Total, Weights: n.weights}, nil
+}
+
+// ProcessMemory returns the memory of a process running threads int8
+// replicas of m (NewNet) splitting batch as eval.NewInt8 splits it: each
+// distinct replica batch planned once (PlanNet), nothing allocated but
+// one replica's packed weights; Eval is the replicas' sum, Data one batch
+// of input images. Check it (capsnet.ProcessMemory.Check) before
+// compiling the replicas.
+func ProcessMemory(m *Model, batch, threads int) (capsnet.ProcessMemory, error) {
+	pm := capsnet.ProcessMemory{Model: m.Config.Name, Batch: batch, Threads: threads}
+	if err := capsnet.CheckBatch("quant", batch); err != nil {
+		return pm, err
+	}
+	if err := capsnet.CheckThreads(threads, batch); err != nil {
+		return pm, fmt.Errorf("quant: %w", err)
+	}
+	n := min(threads, batch)
+	sizes := map[int]int{batch / n: n - batch%n}
+	if batch%n > 0 {
+		sizes[batch/n+1] = batch % n
+	}
+	for b, count := range sizes {
+		n, err := compile(m, b, nil)
+		if err != nil {
+			return pm, err
+		}
+		pm.Eval += int64(count) * (n.Arena.Plan().Total + n.weights)
+		pm.Data = int64(batch) * 4 * int64(n.inLen)
+	}
+	return pm, nil
+}
+
+// compile compiles m at batch images: allocated within budget, or, with
+// budget nil, planned only (the arena's Seal stops at its plan).
+func compile(m *Model, batch int, budget *capsnet.MemoryBudget) (*Net, error) {
 	if err := capsnet.CheckBatch("quant", batch); err != nil {
 		return nil, err
 	}
@@ -144,10 +199,6 @@ func NewNet(m *Model, batch int) (*Net, error) {
 	c, err := newCompiler(m, l)
 	if err != nil {
 		return nil, fmt.Errorf("quant: model %s: %w", cfg.Name, err)
-	}
-	budget, err := capsnet.ModelMemoryBudget()
-	if err != nil {
-		return nil, err
 	}
 	n := &Net{Config: cfg, Batch: batch, Arena: graph.NewArena(), pred: make([]int, batch), zeroLabels: make([]int, batch),
 		margin: l.Margin}
@@ -170,6 +221,13 @@ func NewNet(m *Model, batch int) (*Net, error) {
 	n.Arena.Pin(n.norms, n.recon)
 	for _, L := range n.caps { // small; kept for inspection after Forward
 		n.Arena.Pin(L.v)
+	}
+	if budget == nil {
+		n.Arena.SetSizeCheck(func(int64) error { return errPlanned })
+		if err := n.Arena.SealShared(n.forward); err != errPlanned {
+			return nil, fmt.Errorf("quant: memory plan: %v", err)
+		}
+		return n, nil
 	}
 	isLimit := budget.Guard(n.Arena, cfg.Name, batch, "weights", n.weights)
 	if err := n.Arena.SealShared(n.forward); err != nil {

@@ -268,3 +268,37 @@ func TestEveryRoutingKindInt8(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanNet: PlanNet's footprint is NewNet's, and ProcessMemory refuses
+// 1000 replicas (a one-line error naming threads and batch) before
+// planning any.
+func TestPlanNet(t *testing.T) {
+	p := newParams(t, "deep", 1)
+	m := calibrated(t, p, digitImages(p, 2, 1), PerCapsule)
+	for _, batch := range []int{1, 7} {
+		f, err := PlanNet(m, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := NewNet(m, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Footprint(); got != f {
+			t.Errorf("batch %d: PlanNet %v, NewNet %v", batch, f, got)
+		}
+	}
+	pm, err := ProcessMemory(m, 10, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f4, _ := PlanNet(m, 4)
+	f3, _ := PlanNet(m, 3)
+	if want := f4.Total() + 2*f3.Total(); pm.Eval != want {
+		t.Errorf("ProcessMemory(10, 3).Eval = %d, want %d", pm.Eval, want)
+	}
+	_, err = ProcessMemory(m, 1000, 1000)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "threads 1000") || !strings.Contains(err.Error(), "batch 1000") {
+		t.Errorf("1000 replicas: %v", err)
+	}
+}

@@ -76,6 +76,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return res, err
 		}
 	}
+	// The process's memory, before the run directory or any graph.
+	if err := CheckMemory(o.Model, o.Batch, o.Threads); err != nil {
+		return nil, err
+	}
 	d, err := openRunDir(o.OutDir)
 	if err != nil {
 		return nil, err

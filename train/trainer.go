@@ -39,13 +39,26 @@ type Trainer struct {
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
-// as evenly as possible) and allocates the optimizer state.
+// as evenly as possible) and allocates the optimizer state. threads is at
+// most capsnet.MaxThreads, and the process's memory (Layout.TrainingMemory:
+// parameters, optimizer state, all replicas, a batch of data) must fit the
+// memory limit (capsnet.ProcessMemory.Check): both are refused before
+// anything is compiled or allocated.
 func NewTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams) (*Trainer, error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("batch %d must be positive", batch)
 	}
 	if threads <= 0 {
 		return nil, fmt.Errorf("threads %d must be positive", threads)
+	}
+	// The whole process's memory (parameters, optimizer state, every
+	// replica, a batch of data) is checked before anything is compiled.
+	m, err := p.Layout.TrainingMemory(batch, threads)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Check(); err != nil {
+		return nil, err
 	}
 	threads = min(threads, batch)
 	t := &Trainer{P: p, Adam: adam, Batch: batch, opt: graph.NewArena(), done: make(chan error, threads)}
@@ -79,6 +92,25 @@ func NewTrainer(p *capsnet.Params, batch, threads int, adam kernels.AdamParams) 
 		go t.worker(r, ch)
 	}
 	return t, nil
+}
+
+// CheckMemory refuses a training run of cfg at batch and threads that
+// NewTrainer would refuse: more than capsnet.MaxThreads threads, or a
+// process needing more memory than the limit (parameters, optimizer
+// state, every replica and a batch of data: capsnet.Layout.TrainingMemory,
+// capsnet.ProcessMemory.Check). It allocates nothing, for callers that
+// would load data first (tools/train checks its flags, or a resumed
+// checkpoint's plan, with it).
+func CheckMemory(cfg capsnet.Config, batch, threads int) error {
+	l, err := cfg.Resolve()
+	if err != nil {
+		return err
+	}
+	m, err := l.TrainingMemory(batch, threads)
+	if err != nil {
+		return err
+	}
+	return m.Check()
 }
 
 func (t *Trainer) worker(r int, ch chan struct{}) {

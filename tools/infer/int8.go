@@ -47,6 +47,9 @@ func runInt8(given map[string]bool, o options) error {
 	if msg := data.EvalWarning(m.Source["data"], o.data); msg != "" {
 		fmt.Fprintf(os.Stderr, "warning: %s: %s\n", path, strings.Replace(msg, "the checkpoint", "the int8 model's checkpoint", 1))
 	}
+	if err := checkMemory(quant.ProcessMemory(m, o.batch, o.threads)); err != nil {
+		return err
+	}
 	ds, err := loadData(m.Config, o)
 	if err != nil {
 		return err

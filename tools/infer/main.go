@@ -144,6 +144,10 @@ func runFloat(cfg *capsnet.Config, o options) error {
 	if o.image != "" {
 		return classify(p, o.image, o.figs, o.repeat)
 	}
+	// The process's memory at -threads and -batch, before the data.
+	if err := checkMemory(p.Layout.InferenceMemory(o.batch, o.threads)); err != nil {
+		return err
+	}
 	cli.WarnData(os.Stderr, o.ck, ckpt, o.data)
 	ds, err := loadData(p.Config, o)
 	if err != nil {
@@ -164,6 +168,19 @@ func runFloat(cfg *capsnet.Config, o options) error {
 		return err
 	}
 	return o.figs.fromData(p, ds, vb)
+}
+
+// checkMemory refuses replicas that together need more than the
+// process's memory limit (capsnet.ProcessMemory.Check), naming -threads
+// and -batch.
+func checkMemory(m capsnet.ProcessMemory, err error) error {
+	if err == nil {
+		err = m.Check()
+	}
+	if err != nil {
+		return fmt.Errorf("-threads %d, -batch %d: %w", m.Threads, m.Batch, err)
+	}
+	return nil
 }
 
 // loadData loads the -data set for a model cfg, which must take its
@@ -306,7 +323,7 @@ func checkFlags(given map[string]bool, o options) error {
 	if err := cli.Int("batch", o.batch, 1, capsnet.MaxBatch); err != nil {
 		return err
 	}
-	if err := cli.Int("threads", o.threads, 1, cli.MaxThreads); err != nil {
+	if err := cli.Threads(o.threads, o.batch); err != nil {
 		return err
 	}
 	if err := cli.OneOf("data", o.data, evalData); err != nil {

@@ -85,6 +85,17 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-checkpoint: %w", err)
 	}
+	// The float evaluators' memory at -threads and -batch, before any
+	// data (the int8 ones are checked by eval.NewInt8).
+	if o.eval != "none" {
+		m, err := p.Layout.InferenceMemory(o.batch, o.threads)
+		if err == nil {
+			err = m.Check()
+		}
+		if err != nil {
+			return fmt.Errorf("-threads %d, -batch %d: %w", o.threads, o.batch, err)
+		}
+	}
 	if o.data == "" {
 		o.data = ckpt.Meta["data"]
 		if !slices.Contains(data.DataSets, o.data) {
@@ -149,10 +160,13 @@ func checkFlags(o *options) error {
 	for _, f := range []struct {
 		name      string
 		v, lo, hi int
-	}{{"calib-images", o.nCalib, 1, maxCalib}, {"batch", o.batch, 1, capsnet.MaxBatch}, {"threads", o.threads, 1, cli.MaxThreads}} {
+	}{{"calib-images", o.nCalib, 1, maxCalib}, {"batch", o.batch, 1, capsnet.MaxBatch}} {
 		if err := cli.Int(f.name, f.v, f.lo, f.hi); err != nil {
 			return err
 		}
+	}
+	if err := cli.Threads(o.threads, o.batch); err != nil {
+		return err
 	}
 	if o.ck == "" {
 		return cli.Usagef("-checkpoint: a file is required")

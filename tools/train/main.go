@@ -225,6 +225,15 @@ func (f *flags) options(args []string, ck *capsnet.Checkpoint) (train.Options, e
 	if err := cli.CheckDataDir(*f.dataDir, *f.dataName); err != nil {
 		return train.Options{}, err
 	}
+	// The process's memory at these threads and batch (from the flags or
+	// the resumed run's plan) is checked before any data is loaded.
+	batch := *f.batch
+	if !f.given["batch"] {
+		_, batch = train.DefaultPlan(*f.dataName)
+	}
+	if err := train.CheckMemory(cfg, batch, *f.threads); err != nil {
+		return train.Options{}, fmt.Errorf("-threads %d, -batch %d: %w", *f.threads, batch, err)
+	}
 	rec := train.Recipe{Model: cfg, Data: *f.dataName, DataDir: *f.dataDir, ValImages: *f.nVal, Shift: *f.shift, ShiftDefault: !f.given["shift"]}
 	if f.given["epochs"] {
 		rec.Epochs = *f.epochs
@@ -350,7 +359,7 @@ func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, ba
 			return err
 		}
 	}
-	if err := cli.Int("threads", threads, 1, cli.MaxThreads); err != nil {
+	if err := cli.Threads(threads, batch); err != nil {
 		return err
 	}
 	if shift < 0 {

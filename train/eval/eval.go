@@ -45,7 +45,10 @@ type Evaluator struct {
 
 // New compiles threads forward-only replicas (capsnet.NewInferenceNet) of
 // p for a total batch size batch, split as evenly as possible (threads is
-// capped at batch).
+// capped at batch). threads above capsnet.MaxThreads, or replicas that
+// together need more than the process's memory limit
+// (Layout.InferenceMemory, capsnet.ProcessMemory.Check), are refused
+// before anything is compiled.
 func New(p *capsnet.Params, batch, threads int) (*Evaluator, error) {
 	if p == nil {
 		return nil, fmt.Errorf("eval: no parameters")
@@ -55,6 +58,15 @@ func New(p *capsnet.Params, batch, threads int) (*Evaluator, error) {
 	}
 	if threads <= 0 {
 		return nil, fmt.Errorf("eval: threads %d must be positive", threads)
+	}
+	// The process's memory (parameters, every replica, a batch of data) is
+	// checked before anything is compiled.
+	m, err := p.Layout.InferenceMemory(batch, threads)
+	if err == nil {
+		err = m.Check()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	threads = min(threads, batch)
 	nets := make([]*capsnet.Net, 0, threads)
@@ -103,7 +115,9 @@ func FromNets(p *capsnet.Params, nets []*capsnet.Net) (*Evaluator, error) {
 // NewInt8 compiles threads int8 replicas (quant.NewNet) of the calibrated
 // int8 model m for a total batch size batch, split as New splits it. Each
 // replica packs its own copy of the weights (Footprint counts them all).
-// Params returns nil for such an evaluator.
+// Params returns nil for such an evaluator. The process's memory
+// (quant.ProcessMemory: all replicas) is checked as New checks it, before
+// any replica is compiled.
 func NewInt8(m *quant.Model, batch, threads int) (*Evaluator, error) {
 	if m == nil {
 		return nil, fmt.Errorf("eval: no model")
@@ -113,6 +127,15 @@ func NewInt8(m *quant.Model, batch, threads int) (*Evaluator, error) {
 	}
 	if threads <= 0 {
 		return nil, fmt.Errorf("eval: threads %d must be positive", threads)
+	}
+	// The process's memory (every replica's arena and packed weights, a
+	// batch of data) is checked before any replica is compiled.
+	pm, err := quant.ProcessMemory(m, batch, threads)
+	if err == nil {
+		err = pm.Check()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	threads = min(threads, batch)
 	e := &Evaluator{cfg: m.Config, owned: true}

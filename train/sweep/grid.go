@@ -50,10 +50,10 @@ type Grid struct {
 // Bounds of a grid and of a manifest's fields (untrusted input: a typo or
 // a hostile file, not a sweep).
 const (
-	MaxTasks    = 100_000   // tasks in a manifest (the paper's grid has 576)
-	MaxEpochs   = 1_000_000 // as tools/train's -epochs
-	MaxThreads  = 4096      // as tools/train's -threads
-	MaxAxis     = 1 << 16   // depth, capsule count, dimension
+	MaxTasks    = 100_000            // tasks in a manifest (the paper's grid has 576)
+	MaxEpochs   = 1_000_000          // as tools/train's -epochs
+	MaxThreads  = capsnet.MaxThreads // as tools/train's -threads
+	MaxAxis     = 1 << 16            // depth, capsule count, dimension
 	maxGridFile = 1 << 20
 )
 
@@ -162,7 +162,7 @@ func checkSettings(dataName, eval string, k int, target float64, epochs, batch, 
 	case batch < 1 || batch > capsnet.MaxBatch:
 		return fmt.Errorf("batch: %d: want 1 to %d", batch, capsnet.MaxBatch)
 	case threads < 1 || threads > MaxThreads:
-		return fmt.Errorf("threads: %d: want 1 to %d", threads, MaxThreads)
+		return fmt.Errorf("threads: %d (batch %d): want 1 to %d (capsnet.MaxThreads, replicas in one process)", threads, batch, MaxThreads)
 	case batch < threads:
 		return fmt.Errorf("batch %d: less than one image per thread (threads %d)", batch, threads)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
-	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -143,54 +142,27 @@ func modelMemory(dir, model string, batch, threads int) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
-	var m Memory
-	threads = min(threads, batch)
-	// As train.NewTrainer: the first batch%threads replicas take one more.
-	sizes := map[int]int{batch / threads: threads - batch%threads}
-	if batch%threads > 0 {
-		sizes[batch/threads+1] = batch % threads
+	// As train.NewTrainer checks it: parameters, optimizer state and the
+	// replicas, all from capsnet.Layout.TrainingMemory.
+	pm, err := l.TrainingMemory(batch, threads)
+	if err != nil {
+		return Memory{}, err
 	}
-	for b, count := range sizes {
-		params, net, err := l.TrainingPlan(b, false)
-		if err != nil {
-			return Memory{}, err
-		}
-		m.Params = params.Total
-		m.Replicas += int64(count) * net.Total
-	}
+	m := Memory{Params: pm.Params, Optimizer: pm.Optimizer, Replicas: pm.Replicas}
 	_, inf, err := l.TrainingPlan(batch, true)
 	if err != nil {
 		return Memory{}, err
 	}
 	m.Analysis = inf.Total
-	if m.Optimizer, err = optimizerBytes(l); err != nil {
-		return Memory{}, err
-	}
 	return m, nil
 }
 
-// errPlanned stops an arena's Seal at its plan (optimizerBytes).
-var errPlanned = errors.New("planned")
-
-// optimizerBytes is the size of train.Trainer's optimizer arena (a
-// gradient and Adam's two moments per parameter, declared as it declares
-// them), planned without allocating it.
-func optimizerBytes(l *capsnet.Layout) (int64, error) {
-	a := graph.NewArena()
-	for _, sp := range l.Params {
-		n := 1
-		for _, d := range sp.TorchShape {
-			n *= d
-		}
-		a.Alloc("adam.m."+sp.Name, graph.State, n)
-		a.Alloc("adam.v."+sp.Name, graph.State, n)
-		a.Alloc("grad."+sp.Name, graph.Grad, n)
-	}
-	a.SetSizeCheck(func(int64) error { return errPlanned })
-	if err := a.Seal(); err != errPlanned {
-		return 0, fmt.Errorf("optimizer state: %v", err)
-	}
-	return a.Plan().Total, nil
+// Process is the memory plan as the process's memory limit checks it
+// (capsnet.ProcessMemory.Check): the analysis' graph as the evaluator,
+// the data sets and RuntimeMargin as data.
+func (m Memory) Process(model string, batch, threads int) capsnet.ProcessMemory {
+	return capsnet.ProcessMemory{Model: model, Batch: batch, Threads: threads, Params: m.Params, Optimizer: m.Optimizer,
+		Replicas: m.Replicas, Eval: m.Analysis, Data: m.Data + m.Margin}
 }
 
 // SlurmOptions are the settings of a Slurm array job.

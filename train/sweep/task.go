@@ -84,6 +84,16 @@ func RunTask(ctx context.Context, dir string, t Task, ro RunOptions) (Result, er
 		fmt.Fprintf(log, "task %d: failed: %s\n", t.Index, r.Error)
 		return r, nil
 	}
+	// The whole process's memory (model, optimizer, replicas, analysis,
+	// data sets) is checked before any data is loaded or graph compiled:
+	// no result is written, a node with more memory may run the task.
+	mem, err := (&Planner{Dir: dir}).TaskMemory(t) // its errors name the task
+	if err != nil {
+		return Result{}, err
+	}
+	if err := mem.Process(cfg.Name, t.Batch, t.Threads).Check(); err != nil {
+		return Result{}, fmt.Errorf("task %d: %w", t.Index, err)
+	}
 	o, err := train.Recipe{Model: cfg, Data: t.Data, DataDir: ro.DataDir, ShiftDefault: true, Epochs: t.Epochs, Batch: t.Batch}.Options()
 	if err != nil {
 		return Result{}, fmt.Errorf("task %d: %w", t.Index, err)

@@ -29,10 +29,9 @@ import (
 	"github.com/capstan-ml/capstan/train/data"
 )
 
-// MaxThreads bounds every -threads flag: far above the cores of any
-// machine the engine runs on, low enough that a typo (-threads 1000000)
-// is refused before a replica is allocated per thread.
-const MaxThreads = 4096
+// MaxThreads bounds every -threads flag: capsnet.MaxThreads, the
+// replicas of one process (see there why 256).
+const MaxThreads = capsnet.MaxThreads
 
 // Exit statuses of the commands.
 const (
@@ -138,6 +137,19 @@ func Int(name string, v, lo, hi int) error {
 		return Usagef("-%s %d: want %d to %d", name, v, lo, hi)
 	}
 	return nil
+}
+
+// Threads checks -threads against 1 … MaxThreads, naming -batch (when
+// not 0, the default) in the error: the replicas split the batch.
+func Threads(threads, batch int) error {
+	if threads >= 1 && threads <= MaxThreads {
+		return nil
+	}
+	b := ""
+	if batch != 0 {
+		b = fmt.Sprintf(" (-batch %d)", batch)
+	}
+	return Usagef("-threads %d%s: want 1 to %d (capsnet.MaxThreads, the replicas of one process)", threads, b, MaxThreads)
 }
 
 // Float checks that the value v of flag -name is a finite number in

@@ -130,3 +130,21 @@ func TestWarnData(t *testing.T) {
 		}
 	}
 }
+
+// TestThreads: -threads outside 1 … MaxThreads is a usage error naming
+// -threads and, when given, -batch.
+func TestThreads(t *testing.T) {
+	for _, c := range []struct {
+		threads, batch int
+		want           string
+	}{{0, 0, "-threads 0: want 1 to 256"}, {4096, 4096, "-threads 4096 (-batch 4096): want 1 to 256"}, {MaxThreads + 1, 0, "-threads 257: "}} {
+		err := Threads(c.threads, c.batch)
+		var u UsageError
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.As(err, &u) {
+			t.Errorf("Threads(%d, %d) = %v, want a usage error %q…", c.threads, c.batch, err, c.want)
+		}
+	}
+	if err := Threads(MaxThreads, 1); err != nil {
+		t.Errorf("Threads(MaxThreads, 1) = %v", err)
+	}
+}
