@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/capstan-ml/capstan/train/runfile"
 )
 
 // EpochMetrics is one line of metrics.ndjson.
@@ -74,7 +75,7 @@ const maxMetricsFile = 64 << 20
 // epochs' partial lines dropped). A missing file is an error, and so is
 // one larger than 64 MiB.
 func ReadMetrics(path string) ([]EpochMetrics, error) {
-	f, err := os.Open(path)
+	f, err := runfile.Open(path) // a FIFO or device is refused, not waited on
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

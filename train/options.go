@@ -48,8 +48,9 @@ type Options struct {
 	OutDir string
 	// Resume names a checkpoint directory (or file) to continue from.
 	Resume string
-	// Overwrite lets a fresh run replace a run directory that holds a run
-	// of another model or configuration (refused otherwise).
+	// Overwrite lets a fresh run replace a run directory that holds a
+	// run's checkpoint, finished or partial, of any model, the same one
+	// included (refused otherwise: ErrOtherRun).
 	Overwrite bool
 	// ResumeFrom is Resume's checkpoint when the caller has already read it
 	// (ReadResume, e.g. to take its model): Run then does not read it

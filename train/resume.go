@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/train/runfile"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -67,6 +68,11 @@ func sameDir(a, b string) bool {
 // same path, so Run does not read it again.
 func ReadResume(path string) (*capsnet.Checkpoint, error) {
 	_, ck := resumePaths(path)
+	// A link, FIFO or device is refused before it is opened (a FIFO would
+	// block the reader).
+	if err := runfile.Check(ck); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("resume: checkpoint %w", err)
+	}
 	c, err := capsnet.ReadCheckpoint(ck)
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
@@ -115,10 +121,13 @@ func metaHistory(meta map[string]string, file string) ([]EpochMetrics, error) {
 // it is resumed in its own directory, repairing that directory as a
 // resume does after a kill: the metrics file rewritten from the
 // checkpoint's history (the same bytes when nothing was lost), optimizer
-// states other than the one it names removed. It returns nil when there is
-// training to do.
+// states other than the one it names removed (none when it names none: a
+// checkpoint that predates the metadata). Its metadata is read as a
+// resume reads it (readRunState): a malformed optimizer name is refused
+// before anything is removed. It returns nil when there is training to
+// do.
 func (o *Options) finishedRun() (*Result, error) {
-	res, history, err := o.finished()
+	res, st, err := o.finished()
 	if res == nil || err != nil {
 		return nil, err
 	}
@@ -135,45 +144,39 @@ func (o *Options) finishedRun() (*Result, error) {
 			return nil, err
 		}
 		defer d.close()
-		if err := d.clean(o.ResumeFrom.Meta["optimizer"]); err != nil {
+		if err := d.clean(st.optimizer, st.optimizer != ""); err != nil {
 			return nil, err
 		}
-		if err := d.writeMetrics(history, nil); err != nil {
+		if err := d.writeMetrics(st.history, nil); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
 }
 
-// finished returns a Result with Done set, and the run's completed epochs,
-// when the resumed run (o.ResumeFrom) has nothing left to train under o:
-// every epoch asked for is completed, or it stopped at the end of an epoch
-// that reached o.TargetAcc. It returns a nil Result when there is training
-// to do, and an error when the checkpoint's run state cannot be read
-// (which resume would report the same way).
-func (o *Options) finished() (*Result, []EpochMetrics, error) {
-	ck := o.ResumeFrom
+// finished returns a Result with Done set, and the run's state read from
+// its checkpoint (readRunState), when the resumed run (o.ResumeFrom) has
+// nothing left to train under o: every epoch asked for is completed, or it
+// stopped at the end of an epoch that reached o.TargetAcc. It returns a nil
+// Result when there is training to do, and an error when the checkpoint's
+// run state cannot be read (which resume would report the same way).
+func (o *Options) finished() (*Result, runState, error) {
 	_, file := resumePaths(o.Resume)
-	epoch, err := metaCount(ck.Meta, "epoch", file)
-	if err != nil || epoch == 0 {
-		return nil, nil, err
+	st, _, err := readRunState(o.ResumeFrom, file)
+	if err != nil || st.epoch == 0 {
+		return nil, st, err
 	}
-	history, err := metaHistory(ck.Meta, file)
-	if err != nil {
-		return nil, nil, err
-	}
-	res := &Result{Checkpoint: file, Done: epoch}
+	res := &Result{Checkpoint: file, Done: st.epoch}
 	// A run stopped inside an epoch went on past its last completed one,
 	// so that one had not reached the run's target: training goes on.
-	inside := ck.Meta["batch"] != "0"
-	if n := len(history); n > 0 && history[n-1].Epoch == epoch && !inside {
-		res.LastValAcc = history[n-1].ValAcc
+	if n := len(st.history); n > 0 && st.history[n-1].Epoch == st.epoch && st.partial.Steps == 0 {
+		res.LastValAcc = st.history[n-1].ValAcc
 		res.ReachedAcc = o.TargetAcc > 0 && res.LastValAcc >= o.TargetAcc
 	}
-	if res.ReachedAcc || epoch >= o.Epochs {
-		return res, history, nil
+	if res.ReachedAcc || st.epoch >= o.Epochs {
+		return res, st, nil
 	}
-	return nil, nil, nil
+	return nil, st, nil
 }
 
 // readRunState returns where the run of checkpoint ck (file) stands, and
@@ -209,9 +212,8 @@ func readRunState(ck *capsnet.Checkpoint, file string) (st runState, step int, e
 	if len(st.run) > telemetry.MaxRunBytes {
 		return st, 0, fmt.Errorf("resume: %s: metadata run of %d bytes, want at most %d", file, len(st.run), telemetry.MaxRunBytes)
 	}
-	st.optimizer = meta["optimizer"]
-	if filepath.Base(st.optimizer) != st.optimizer || !isOptimizerFile(st.optimizer) {
-		return st, 0, fmt.Errorf("resume: %s: metadata optimizer %q is not an optimizer file name", file, st.optimizer)
+	if st.optimizer, err = metaOptimizer(meta, file); err != nil {
+		return st, 0, err
 	}
 	return st, step, nil
 }
@@ -235,6 +237,9 @@ func resumeRun(t *Trainer, path string, ck *capsnet.Checkpoint) (runState, error
 	if err != nil {
 		return st, err
 	}
+	if st.optimizer == "" {
+		return st, fmt.Errorf("resume: %s: metadata optimizer missing: the checkpoint names no optimizer state to train on (it predates the metadata); its optimizer files were left alone", file)
+	}
 	if err := loadOptimizer(t, filepath.Join(dir, st.optimizer), file, step); err != nil {
 		return st, err
 	}
@@ -247,6 +252,10 @@ func resumeRun(t *Trainer, path string, ck *capsnet.Checkpoint) (runState, error
 // moment present with its size, finite, second moments ≥ 0; t is left as
 // it was when it is refused.
 func loadOptimizer(t *Trainer, optPath, file string, step int) error {
+	err := runfile.Check(optPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("resume: optimizer state %w", err)
+	}
 	opt, err := safetensors.Read(optPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("resume: %s needs its optimizer state %s to train on, and it is missing (a finished run may be kept without it, but cannot then train further): %w", file, optPath, err)
@@ -313,7 +322,11 @@ func (d *runDir) start(o *Options, t *Trainer) (runState, error) {
 	if same {
 		keep = st.optimizer
 	}
-	if err := d.clean(keep); err != nil {
+	// A fresh run, or a resume into another directory, owns no optimizer
+	// state there (refuseOther let it in: the directory held no
+	// checkpoint, or Overwrite). A resume in its own directory keeps the
+	// one its checkpoint names, and all of them when it names none.
+	if err := d.clean(keep, !same || keep != ""); err != nil {
 		return st, err
 	}
 	if err := d.writeMetrics(st.history, nil); err != nil {

@@ -50,8 +50,13 @@ type Result struct {
 // holds each completed epoch exactly once. With Options.Telemetry,
 // telemetry.ndjson is synced before every checkpoint commit and cut back
 // to the checkpoint's step on resume, so it holds every step up to the
-// checkpoint exactly once. A directory holding a run of
-// another model or configuration is refused unless Overwrite is set.
+// checkpoint exactly once. A fresh run in a directory holding a run's
+// checkpoint, finished or partial, of any model, the same one included,
+// is refused unless Overwrite is set: the run is resumed, or started in
+// another directory, never started over by default. The files of the
+// run directory are never opened through a symbolic link, and a FIFO,
+// directory or device in their place is refused without blocking
+// (train/runfile).
 //
 // Errors in the value of a field of o are *FieldError.
 func Run(ctx context.Context, o Options) (*Result, error) {
@@ -87,7 +92,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer d.close()
 	if !o.Overwrite && !(o.Resume != "" && sameDir(ResumeDir(o.Resume), o.OutDir)) {
 		// The directory a run resumes from is its own.
-		if err := d.refuseOther(o.Model, o.Log); err != nil {
+		if err := d.refuseOther(o.Model); err != nil {
 			return nil, err
 		}
 	}

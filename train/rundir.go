@@ -16,6 +16,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
 	"github.com/capstan-ml/capstan/kernels"
+	"github.com/capstan-ml/capstan/train/runfile"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -40,8 +41,10 @@ const LockName = "lock"
 var ErrLocked = errors.New("run directory in use")
 
 // ErrOtherRun is wrapped by the error of Run (a *FieldError of OutDir)
-// when a fresh run's directory holds a run of another model or
-// configuration, or a checkpoint that cannot be read: its message says
+// when a fresh run's directory (or the directory a run resumes into,
+// other than its own) holds a run's checkpoint, of any model, the same
+// one included, or a checkpoint that cannot be read, and Overwrite is not
+// set: a run directory is never started over by default. Its message says
 // what can be done, and a command may say it in its own terms.
 var ErrOtherRun = errors.New("choose another run directory, or set Overwrite to replace it")
 
@@ -55,10 +58,39 @@ const resumeHint = "resume it, "
 // renamed into place: see runDir.commit.
 func optimizerFile(step int) string { return fmt.Sprintf("optimizer-%d.safetensors", step) }
 
-// isOptimizerFile reports whether name is an optimizer state file of a run
-// directory.
+// isOptimizerFile reports whether name is the plain name of an optimizer
+// state file of a run directory: optimizer-STEP.safetensors, STEP decimal
+// digits; no separator, no "..", nothing else. Only such files are ever
+// removed from a run directory.
 func isOptimizerFile(name string) bool {
-	return strings.HasPrefix(name, "optimizer-") && strings.HasSuffix(name, ".safetensors")
+	step, ok := strings.CutPrefix(name, "optimizer-")
+	step, ok2 := strings.CutSuffix(step, ".safetensors")
+	if !ok || !ok2 || step == "" || len(step) > 20 {
+		return false
+	}
+	for _, c := range step {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// metaOptimizer returns the optimizer state file a checkpoint file's
+// metadata names ("optimizer"), validated: a plain optimizer-STEP
+// name inside the run directory (isOptimizerFile), or "" when the key is
+// absent (a checkpoint that predates it: its directory's optimizer files
+// are then left alone). Every path that reads a run directory's
+// metadata, training, finished or clean-up, takes the name from here.
+func metaOptimizer(meta map[string]string, file string) (string, error) {
+	name, ok := meta["optimizer"]
+	if !ok {
+		return "", nil
+	}
+	if !isOptimizerFile(name) {
+		return "", fmt.Errorf("resume: %s: metadata optimizer %q is not an optimizer file name (optimizer-STEP.safetensors in the run directory); nothing was removed", file, name)
+	}
+	return name, nil
 }
 
 // runDir is a run directory held by a run: open creates and locks it;
@@ -80,9 +112,10 @@ func openRunDir(path string) (*runDir, error) {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
 	lock := filepath.Join(path, LockName)
-	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
+	// Never through a link: the lock file is truncated and written.
+	f, err := runfile.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", lock, err)
+		return nil, fmt.Errorf("lock: %w", err)
 	}
 	if err := tryLock(f); err != nil {
 		holder, _ := io.ReadAll(io.LimitReader(f, 256))
@@ -96,6 +129,11 @@ func openRunDir(path string) (*runDir, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", lock, err)
 	}
+	if err := checkFiles(path); err != nil {
+		unlock(f)
+		f.Close()
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("pid %d on %s, started %s\n", os.Getpid(), host, time.Now().Format(time.DateTime))
 	if err := f.Truncate(0); err == nil {
@@ -105,6 +143,19 @@ func openRunDir(path string) (*runDir, error) {
 		unlock(f)
 		f.Close()
 	}}, nil
+}
+
+// checkFiles refuses a run directory whose checkpoint, metrics or
+// telemetry is there but is not a regular file (a link, FIFO, directory
+// or device): the run would replace it, follow it or wait on it. The
+// error names the file and says to remove or rename it.
+func checkFiles(dir string) error {
+	for _, name := range []string{CheckpointName, MetricsName, telemetry.FileName, telemetry.GzipName} {
+		if err := runfile.Check(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("run directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // close closes the telemetry file, if any, and releases the lock.
@@ -119,37 +170,42 @@ func (d *runDir) close() {
 func (d *runDir) checkpoint() string { return filepath.Join(d.path, CheckpointName) }
 
 // refuseOther refuses to start a fresh run of model m over a run
-// directory that holds a run of another model or configuration (a
-// *FieldError of OutDir wrapping ErrOtherRun): its checkpoint would be
-// replaced and its metrics mixed with this run's. A run of the same model
-// is started over, with a note on log.
-func (d *runDir) refuseOther(m capsnet.Config, log io.Writer) error {
+// directory that holds a run's checkpoint, finished or partial, of any
+// model, this one included (a *FieldError of OutDir wrapping
+// ErrOtherRun): its checkpoint would be replaced and its metrics mixed
+// with this run's. Only Overwrite, or resuming the run, goes on.
+func (d *runDir) refuseOther(m capsnet.Config) error {
 	existing := d.checkpoint()
-	if _, err := os.Stat(existing); err != nil {
+	if _, err := os.Lstat(existing); err != nil {
 		return nil
 	}
-	ck, err := capsnet.ReadCheckpoint(existing)
+	var ck *capsnet.Checkpoint
+	err := runfile.Check(existing)
+	if err == nil {
+		ck, err = capsnet.ReadCheckpoint(existing)
+	}
 	if err != nil {
 		return &FieldError{"OutDir", d.path, fmt.Errorf("holds a checkpoint that cannot be read (%v): %w", err, ErrOtherRun)}
 	}
-	if ck.Config.JSON() == m.JSON() {
-		fmt.Fprintf(log, "starting a new run in %s over the previous run of the same model (epoch %s); resuming would have continued it\n", d.path, ck.Meta["epoch"])
-		return nil
-	}
-	what := "model " + ck.Config.Name
-	if !ck.HasConfig() {
+	what, not := "model "+ck.Config.Name, ", not of "+m.Name
+	switch {
+	case !ck.HasConfig():
 		what = "a checkpoint without model config"
-	} else if ck.Config.Name == m.Name {
+	case ck.Config.JSON() == m.JSON():
+		what, not = "the same model "+ck.Config.Name, ""
+	case ck.Config.Name == m.Name:
 		what = "another configuration of model " + ck.Config.Name
 	}
-	return &FieldError{"OutDir", d.path, fmt.Errorf("holds a run of %s (epoch %s), not of %s: %s%w", what, ck.Meta["epoch"], m.Name, resumeHint, ErrOtherRun)}
+	return &FieldError{"OutDir", d.path, fmt.Errorf("holds a run of %s (epoch %s)%s: %s%w", what, ck.Meta["epoch"], not, resumeHint, ErrOtherRun)}
 }
 
 // clean removes what a killed run leaves behind: temporary files of
-// interrupted atomic writes, and optimizer states that no committed
-// checkpoint names (keep is the one that the checkpoint names; "" removes
-// them all).
-func (d *runDir) clean(keep string) error {
+// interrupted atomic writes and, when optimizers is set, optimizer states
+// (optimizer-STEP.safetensors, regular files only) other than keep, the
+// one the committed checkpoint names ("" with optimizers: all of them,
+// for a run that starts afresh). Nothing else is touched: links, legacy
+// and unknown files stay.
+func (d *runDir) clean(keep string, optimizers bool) error {
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return fmt.Errorf("run directory: %w", err)
@@ -157,7 +213,7 @@ func (d *runDir) clean(keep string) error {
 	for _, e := range entries {
 		n := e.Name()
 		stale := strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-")
-		stale = stale || (isOptimizerFile(n) && n != keep)
+		stale = stale || (optimizers && isOptimizerFile(n) && n != keep)
 		if stale && e.Type().IsRegular() {
 			if err := os.Remove(filepath.Join(d.path, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("removing stale %s: %w", n, err)
@@ -250,7 +306,7 @@ func (d *runDir) commit(t *Trainer, st runState) error {
 	}
 	fault("checkpoint-written")
 	// Committed: the optimizer states of earlier steps are garbage now.
-	return d.clean(optName)
+	return d.clean(optName, true)
 }
 
 // meta is the checkpoint metadata of the run state at an optimizer step

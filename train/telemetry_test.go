@@ -107,8 +107,8 @@ func TestTelemetryRun(t *testing.T) {
 	if _, raw := readTelemetry(t, dir); string(raw) != string(refRaw) {
 		t.Error("resumed after records past the checkpoint: the telemetry file differs from the uninterrupted run's")
 	}
-	// A fresh run over the directory starts a fresh file.
-	o1.Resume, o1.Epochs = "", 1
+	// A fresh run over the directory (Overwrite) starts a fresh file.
+	o1.Resume, o1.Epochs, o1.Overwrite = "", 1, true
 	if _, err := Run(context.Background(), o1); err != nil {
 		t.Fatal(err)
 	}

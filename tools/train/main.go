@@ -43,7 +43,8 @@ const (
 	notes   = `Ctrl-C or SIGTERM finishes the current step, saves a checkpoint (resume it
 with -resume: it goes on from that step) and exits; after kill -9 or a power
 loss, -resume goes on from the last completed epoch. A run directory is locked
-while a trainer uses it; one holding another model is refused unless -overwrite. Exit status: 0 done (or nothing left to train),
+while a trainer uses it; one holding a run (any model, the same one included) is
+refused unless -resume or -overwrite. Exit status: 0 done (or nothing left to train),
 1 error (a file, model or data set), 2 bad flag, flag value or argument,
 130 stopped by Ctrl-C (SIGINT) after saving, 143 stopped by SIGTERM after saving.
 `
@@ -115,7 +116,7 @@ func newFlags() *flags {
 		shift:     fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)"),
 		seed:      fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)"),
 		out:       fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock (and telemetry.ndjson); with -resume the resumed run's directory unless given"),
-		overwrite: fs.Bool("overwrite", false, "start over in -out even when it holds a run of another model or configuration (refused otherwise)"),
+		overwrite: fs.Bool("overwrite", false, "start over in -out even when it holds a run, finished or partial, of any model, the same one included (refused otherwise)"),
 		resume:    fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)"),
 		impl:      fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", ")),
 		plain:     fs.Bool("plain", false, "plain progress lines even on a terminal"),
@@ -316,7 +317,7 @@ func flagError(err error, usage bool) error {
 		if r, ok := strings.CutSuffix(what, "resume it, "); ok {
 			what = r + "resume it with -resume " + dir + ", "
 		}
-		err = fmt.Errorf("-%s %s: %schoose another -out, or -overwrite to replace it", name, dir, what)
+		err = fmt.Errorf("-%s %s: %schoose a fresh -out, or -overwrite to replace it", name, dir, what)
 	} else {
 		err = fmt.Errorf("-%s %v: %w", name, fe.Value, fe.Err)
 	}

@@ -219,11 +219,16 @@ func TestTinyRun(t *testing.T) {
 	}
 	// A fresh run of another model over the run is refused in flags.
 	err = run([]string{"-model", "tiny-sabour", "-epochs", "1", "-batch", "200", "-out", out, "-plain"})
-	if want := "-out " + out + ": holds a run of model tiny-deep (epoch 3), not of tiny-sabour: resume it with -resume " + out + ", choose another -out, or -overwrite to replace it"; err == nil || err.Error() != want {
+	if want := "-out " + out + ": holds a run of model tiny-deep (epoch 3), not of tiny-sabour: resume it with -resume " + out + ", choose a fresh -out, or -overwrite to replace it"; err == nil || err.Error() != want {
 		t.Errorf("a fresh run over another model's run: %v, want %q", err, want)
 	}
 	if code := cli.Exit(io.Discard, "train", err); code != cli.ExitError {
 		t.Errorf("a fresh run over another model's run: exit status %d, want %d", code, cli.ExitError)
+	}
+	// So is a fresh run of the same model: it is never started over.
+	err = run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-out", out, "-plain"})
+	if want := "-out " + out + ": holds a run of the same model tiny-deep (epoch 3): resume it with -resume " + out + ", choose a fresh -out, or -overwrite to replace it"; err == nil || err.Error() != want {
+		t.Errorf("a fresh run over the same model's run: %v, want %q", err, want)
 	}
 	if err := run([]string{"-resume", filepath.Join(out, "nothing-here")}); err == nil || !strings.Contains(err.Error(), "-resume") {
 		t.Errorf("resume from a missing run: %v", err)

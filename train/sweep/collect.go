@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
+	"github.com/capstan-ml/capstan/train/runfile"
 )
 
 // Bounds on the untrusted files Collect reads.
@@ -200,7 +200,7 @@ func readResult(dir string, t Task) outcome {
 		return outcome{kind: outInvalid, msg: "no result path in the manifest"}
 	}
 	path := taskPath(dir, t.Result)
-	f, err := os.Open(path)
+	f, err := runfile.Open(path) // a FIFO or device is refused, not waited on
 	if errors.Is(err, fs.ErrNotExist) {
 		return outcome{kind: outMissing, msg: "no result file"}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
+	"github.com/capstan-ml/capstan/train/runfile"
 )
 
 // ManifestName is the manifest's file name in a sweep's directory.
@@ -81,7 +82,7 @@ func checkTasks(path string, tasks []Task) error {
 // fields are errors) and returns its tasks in index order. An error is one
 // line naming the file, the line and the field.
 func ReadManifest(path string) ([]Task, error) {
-	f, err := os.Open(path)
+	f, err := runfile.Open(path) // a FIFO or device is refused, not waited on
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}

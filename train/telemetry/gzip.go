@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
+	"github.com/capstan-ml/capstan/train/runfile"
 )
 
 // GzipName is the compressed form of FileName that a run directory may
@@ -51,9 +52,11 @@ func Find(dir string) (string, error) {
 
 // Open opens a telemetry file for reading, plain or gzip-compressed: a
 // file that starts with gzip's magic bytes is decompressed, whatever its
-// name. Closing the result closes the file.
+// name. A FIFO, directory or device is refused without blocking
+// (runfile.Open); a link the caller names is followed. Closing the result
+// closes the file.
 func Open(path string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+	f, err := runfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -117,8 +120,10 @@ func (g gzipErrors) Read(p []byte) (int, error) {
 // file is kept. What it writes is bounded by UnpackLimit(h).
 func unpack(dir string, h Header) (bool, error) {
 	src := filepath.Join(dir, GzipName)
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+	if err := runfile.Check(src); errors.Is(err, fs.ErrNotExist) {
 		return false, nil
+	} else if err != nil { // a link is not followed out of the run directory
+		return false, fmt.Errorf("telemetry: %w", err)
 	}
 	if ok, err := gzipHeaderIs(src, h); !ok || err != nil {
 		return false, err

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
+	"github.com/capstan-ml/capstan/train/runfile"
 )
 
 // Writer appends one Record per line to a run directory's telemetry file
@@ -53,8 +54,10 @@ func Create(dir string, h Header) (*Writer, error) {
 	return open(path, h, 0)
 }
 
+// open opens the telemetry file at path for appending, never through a
+// link and never a FIFO or device (runfile.OpenFile).
 func open(path string, h Header, last int) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := runfile.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
@@ -71,13 +74,15 @@ func open(path string, h Header, last int) (*Writer, error) {
 // h's; unpacking stops with an error beyond UnpackLimit(h). A missing file, or one whose header is not h
 // (another model, another run (Header.Run), or not a telemetry file), is
 // replaced by a fresh one (Create): the records of steps before the
-// checkpoint are then not in it.
+// checkpoint are then not in it. A FileName or GzipName that is a link,
+// FIFO, directory or device is refused (runfile.ErrNotRegular), never
+// followed, cut or waited on.
 func Resume(dir string, h Header, step int) (*Writer, error) {
 	path := filepath.Join(dir, FileName)
 	if err := h.check(); err != nil {
 		return nil, fmt.Errorf("telemetry %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := runfile.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A committed run directory may carry the file compressed.
 		ok, uerr := unpack(dir, h)
@@ -87,7 +92,7 @@ func Resume(dir string, h Header, step int) (*Writer, error) {
 		if !ok {
 			return Create(dir, h)
 		}
-		f, err = os.OpenFile(path, os.O_RDWR, 0)
+		f, err = runfile.OpenFile(path, os.O_RDWR, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
