@@ -122,18 +122,11 @@ type entry struct {
 // requires. Every error names the file and, where one is at fault, the
 // tensor.
 func Read(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, st, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() { // it would read as a truncated file
-		return nil, fmt.Errorf("%s is a directory, not a safetensors file", path)
-	}
 	// The size comes from Stat: a tensor's memory can be allocated whole
 	// once the header has been checked against it and the limits.
 	out, err := decode(f, st.Size(), true)
@@ -141,6 +134,46 @@ func Read(path string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// openFile opens path for reading when it is a regular file (a link to
+// one included). A directory would read as a truncated file, and opening
+// a FIFO or a device could block or never end: both are refused with one
+// line before anything is opened.
+func openFile(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := regular(path, st); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = regular(path, st) // swapped since the first look
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// regular returns an error naming path when st is not a regular file's.
+func regular(path string, st os.FileInfo) error {
+	switch m := st.Mode(); {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		return fmt.Errorf("%s is a directory, not a safetensors file", path)
+	case m&os.ModeNamedPipe != 0:
+		return fmt.Errorf("%s is a FIFO, not a safetensors file", path)
+	default:
+		return fmt.Errorf("%s is not a regular file (mode %v), not a safetensors file", path, m.Type())
+	}
 }
 
 // Decode reads a safetensors stream of size bytes from r, with the checks
@@ -245,18 +278,11 @@ type Header struct {
 // section), and reads no data: a caller checks the tensors it expects
 // before Read allocates them.
 func ReadHeader(path string) (*Header, error) {
-	f, err := os.Open(path)
+	f, st, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() { // it would read as a truncated file
-		return nil, fmt.Errorf("%s is a directory, not a safetensors file", path)
-	}
 	meta, spans, err := decodeHeader(f, st.Size(), true)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
