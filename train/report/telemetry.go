@@ -106,13 +106,7 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 	recs := t.Records
 	p := newPooling(recs, in.MaxColumns)
 	ls := t.Header.Layers
-	if pl := t.Header.Pool; pl != nil {
-		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), kept max-pooled by %d into %d record(s) (the committed form of a finished run: each record holds the largest values over %d consecutive steps, from the step it names), drawn in %d column(s) of %.3g record(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
-			pl.Records, t.Header.Model, pl.First, pl.Last, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, pl.Window, len(recs), pl.Window, p.cols, p.perColumn)
-	} else {
-		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
-			len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)
-	}
+	telemetryIntro(b, t, p)
 	b.WriteString("<h3>Largest capsule norm over the batch, per step</h3>\n<div class=\"row\">\n")
 	for l, L := range ls {
 		g := figure.NewGrid(L.N, p.cols)
@@ -133,65 +127,87 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 	}
 	b.WriteString("<h3>Margin-loss gradient ‖∂L_m/∂W[j,i]‖ per step (log₁₀)</h3>\n<div class=\"row\">\n")
 	for l := 1; l < len(ls); l++ {
-		nIn, nOut := ls[l-1].N, ls[l].N
-		pairs := nIn*nOut <= MaxPairRows
-		rows, ylabel := nIn, "input capsule i (max over j)"
-		if pairs {
-			rows, ylabel = nIn*nOut, "pair j·N_in + i"
-		}
-		g := figure.NewGrid(rows, p.cols)
-		g.ColX = p.x
-		p.pool(g, recs, func(r *telemetry.Record, row int) float64 {
-			if len(r.GradW) == 0 {
-				return math.NaN()
-			}
-			gw := r.GradW[l-1]
-			if pairs {
-				return float64(gw[row])
-			}
-			m := 0.0
-			for j := 0; j < nOut; j++ {
-				m = math.Max(m, float64(gw[j*nIn+row]))
-			}
-			return m
-		})
-		// log10, zero gradients (starvation) at the bottom of the scale.
-		hi := math.Inf(-1)
-		lo := math.Inf(1)
-		for k, v := range g.Values {
-			if v > 0 {
-				g.Values[k] = math.Log10(v)
-				hi, lo = math.Max(hi, g.Values[k]), math.Min(lo, g.Values[k])
-			} else if v == 0 {
-				g.Values[k] = math.Inf(-1)
-			}
-		}
-		if lo > hi {
-			lo, hi = -12, 0
-		}
-		lo = math.Max(lo, hi-8)
-		if hi-lo < 1e-9 {
-			lo, hi = lo-0.5, hi+0.5
-		}
-		for k, v := range g.Values {
-			if math.IsInf(v, -1) {
-				g.Values[k] = lo - 1 // below the scale: black, not left out
-			}
-		}
-		h := vg.Length(math.Min(math.Max(float64(rows)*3+90, 200), 460))
-		what := fmt.Sprintf("%s → %s", ls[l-1].Name, ls[l].Name)
-		svg, err := figure.Heatmap{Title: "log₁₀ ‖∂L_m/∂W[j,i]‖, " + what, XLabel: "step", YLabel: ylabel, BarLabel: "log₁₀ gradient norm",
-			Grid: g, Min: lo, Max: hi, Width: 620, Height: h}.SVG()
-		if err != nil {
+		if err := gradHeatmap(b, recs, ls, l, p); err != nil {
 			return err
 		}
-		caption := fmt.Sprintf("%s: one row per (output j, input i) pair, row j·%d + i; black: a gradient of 0 or below 10^%.1f", what, nIn, lo)
-		if !pairs {
-			caption = fmt.Sprintf("%s: %d×%d pairs, one row per input capsule i, the largest gradient over its %d outputs; black: 0 or below 10^%.1f", what, nOut, nIn, nOut, lo)
-		}
-		figure.Write(b, svg, caption)
 	}
 	b.WriteString("</div>\n")
+	return nil
+}
+
+// telemetryIntro writes the note that opens the telemetry figures: what
+// the log covers and how its steps are pooled into columns.
+func telemetryIntro(b *strings.Builder, t *telemetry.Log, p pooling) {
+	recs := t.Records
+	if pl := t.Header.Pool; pl != nil {
+		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), kept max-pooled by %d into %d record(s) (the committed form of a finished run: each record holds the largest values over %d consecutive steps, from the step it names), drawn in %d column(s) of %.3g record(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
+			pl.Records, t.Header.Model, pl.First, pl.Last, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, pl.Window, len(recs), pl.Window, p.cols, p.perColumn)
+	} else {
+		figure.Note(b, "%d training step(s) of %s (steps %d–%d, epochs %d–%d, batch %d), max-pooled into %d column(s) of %.3g step(s). A capsule that stays dark has no activation on any image of its steps: a dead capsule, whose votes matrices get no gradient (starvation).",
+			len(recs), t.Header.Model, recs[0].Step, recs[len(recs)-1].Step, recs[0].Epoch, recs[len(recs)-1].Epoch, t.Header.Batch, p.cols, p.perColumn)
+	}
+}
+
+// gradHeatmap draws routing layer l's margin-loss gradient norms per step
+// (log₁₀; one row per (j, i) pair, or per input capsule for large layers).
+func gradHeatmap(b *strings.Builder, recs []telemetry.Record, ls []telemetry.Layer, l int, p pooling) error {
+	nIn, nOut := ls[l-1].N, ls[l].N
+	pairs := nIn*nOut <= MaxPairRows
+	rows, ylabel := nIn, "input capsule i (max over j)"
+	if pairs {
+		rows, ylabel = nIn*nOut, "pair j·N_in + i"
+	}
+	g := figure.NewGrid(rows, p.cols)
+	g.ColX = p.x
+	p.pool(g, recs, func(r *telemetry.Record, row int) float64 {
+		if len(r.GradW) == 0 {
+			return math.NaN()
+		}
+		gw := r.GradW[l-1]
+		if pairs {
+			return float64(gw[row])
+		}
+		m := 0.0
+		for j := 0; j < nOut; j++ {
+			m = math.Max(m, float64(gw[j*nIn+row]))
+		}
+		return m
+	})
+	// log10, zero gradients (starvation) at the bottom of the scale.
+	hi := math.Inf(-1)
+	lo := math.Inf(1)
+	for k, v := range g.Values {
+		if v > 0 {
+			g.Values[k] = math.Log10(v)
+			hi, lo = math.Max(hi, g.Values[k]), math.Min(lo, g.Values[k])
+		} else if v == 0 {
+			g.Values[k] = math.Inf(-1)
+		}
+	}
+	if lo > hi {
+		lo, hi = -12, 0
+	}
+	lo = math.Max(lo, hi-8)
+	if hi-lo < 1e-9 {
+		lo, hi = lo-0.5, hi+0.5
+	}
+	for k, v := range g.Values {
+		if math.IsInf(v, -1) {
+			g.Values[k] = lo - 1 // below the scale: black, not left out
+		}
+	}
+	h := vg.Length(math.Min(math.Max(float64(rows)*3+90, 200), 460))
+	what := fmt.Sprintf("%s → %s", ls[l-1].Name, ls[l].Name)
+	svg, err := figure.Heatmap{Title: "log₁₀ ‖∂L_m/∂W[j,i]‖, " + what, XLabel: "step", YLabel: ylabel, BarLabel: "log₁₀ gradient norm",
+		Grid: g, Min: lo, Max: hi, Width: 620, Height: h}.SVG()
+	if err != nil {
+		return err
+	}
+	caption := fmt.Sprintf("%s: one row per (output j, input i) pair, row j·%d + i; black: a gradient of 0 or below 10^%.1f", what, nIn, lo)
+	if !pairs {
+		caption = fmt.Sprintf("%s: %d×%d pairs, one row per input capsule i, the largest gradient over its %d outputs; black: 0 or below 10^%.1f", what, nOut, nIn, nOut, lo)
+	}
+	figure.Write(b, svg, caption)
 	return nil
 }
 
