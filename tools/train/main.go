@@ -32,6 +32,7 @@ import (
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
 func main() {
@@ -226,6 +227,9 @@ func (f *flags) options(args []string, ck *capsnet.Checkpoint) (train.Options, e
 	if err := cli.CheckDataDir(*f.dataDir, *f.dataName); err != nil {
 		return train.Options{}, err
 	}
+	if err := cli.CheckOutputs(runFiles(*f.out), append([]cli.Path{cli.ModelInput(*f.model)}, cli.DataInputs(*f.dataName, *f.dataDir)...)); err != nil {
+		return train.Options{}, err
+	}
 	// The process's memory at these threads and batch (from the flags or
 	// the resumed run's plan) is checked before any data is loaded.
 	batch := *f.batch
@@ -280,6 +284,17 @@ var flagOf = map[string]string{
 	"Batch": "batch", "Threads": "threads", "Epochs": "epochs", "LR": "lr", "LRDecay": "decay",
 	"WeightDecay": "weight-decay", "TargetAcc": "target", "OutDir": "out", "Shift": "shift",
 	"ValImages": "val", "Data": "data", "Model": "model",
+}
+
+// runFiles are the files a run writes in its directory out, as outputs
+// for cli.CheckOutputs: a -model config file or a data file there under
+// one of these names would be replaced.
+func runFiles(out string) []cli.Path {
+	var files []cli.Path
+	for _, name := range []string{capsnet.CheckpointFileName, train.MetricsName, telemetry.FileName, telemetry.GzipName, train.LockName} {
+		files = append(files, cli.Path{Flag: "-out", Value: filepath.Join(out, name), Note: "a file of the run"})
+	}
+	return files
 }
 
 // badValue reports whether err is a train.FieldError of a value a flag
