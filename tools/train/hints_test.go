@@ -15,19 +15,9 @@ import (
 // unwanted, and maps to exit status code.
 func checkErr(t *testing.T, what string, err error, code int, want []string, unwanted ...string) {
 	t.Helper()
+	clitest.WantErr(t, what, err, want, unwanted...)
 	if err == nil {
-		t.Errorf("%s: no error, want one mentioning %q", what, want)
 		return
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("%s: error %q, want one mentioning %q", what, err, w)
-		}
-	}
-	for _, u := range unwanted {
-		if strings.Contains(err.Error(), u) {
-			t.Errorf("%s: error %q mentions %q", what, err, u)
-		}
 	}
 	if got := cli.Exit(&strings.Builder{}, "train", err); got != code {
 		t.Errorf("%s: exit status %d, want %d", what, got, code)
