@@ -161,6 +161,16 @@ func DeepRouting(n, d, L, r int, kind *RoutingKind) Config {
 	return c
 }
 
+// lookupKind is LookupRouting for a name of the table (it panics on
+// another: a programming error in the presets).
+func lookupKind(name string) *RoutingKind {
+	k, err := LookupRouting(name)
+	if err != nil {
+		panic("capsnet: " + err.Error())
+	}
+	return k
+}
+
 // baselineRouting is the first baseline kind of RoutingKinds.
 func baselineRouting() *RoutingKind {
 	for i := range RoutingKinds {
@@ -207,7 +217,8 @@ func DeepInitStd(dIn int) float64 { return 1.5 / math.Sqrt(float64(dIn)) }
 // Presets returns the named model configurations: sabour, sabour-small,
 // deep (n=16, d=8, L=4, r=10), deep-uniform, deep's variants
 // deep-he-normal, deep-glorot-uniform and deep-sum-loss, the test models tiny-sabour, tiny-deep,
-// tiny-deep-uniform and tiny-deep3 (the PyTorch reference's MODELS), the
+// tiny-deep-uniform, tiny-deep3, tiny-deep-selfattn and
+// tiny-deep-selfattn-in (the PyTorch reference's MODELS), the
 // paper's grid deep-nN-dD-LL (L of GridL, n of GridN, d of GridD, routing by
 // agreement, r 10) and its uniform-routing twins deep-nN-dD-LL-uniform
 // (the baseline beside each grid model in the sweeps).
@@ -254,6 +265,14 @@ func Presets() map[string]Config {
 	td3 := deepConfig(6, 5, 3, 5, DefaultRouting(), 24, []ConvConfig{{Out: 6, Kernel: 3, Stride: 1}, {Out: 8, Kernel: 3, Stride: 1}}, []int{32, 64})
 	td3.Name = "tiny-deep3"
 	p["tiny-deep3"] = td3
+	// The reference's test models of self-attention routing (its MODELS
+	// tiny-deep-selfattn and tiny-deep-selfattn-in, iters unused).
+	tsa := deepConfig(8, 4, 2, 1, lookupKind("self-attention"), 28, []ConvConfig{{Out: 8, Kernel: 5, Stride: 1}}, []int{64, 128})
+	tsa.Name = "tiny-deep-selfattn"
+	p[tsa.Name] = tsa
+	tsi := deepConfig(6, 5, 3, 1, lookupKind("self-attention-in"), 24, []ConvConfig{{Out: 6, Kernel: 3, Stride: 1}, {Out: 8, Kernel: 3, Stride: 1}}, []int{32, 64})
+	tsi.Name = "tiny-deep-selfattn-in"
+	p[tsi.Name] = tsi
 	for _, L := range GridL {
 		for _, n := range GridN {
 			for _, d := range GridD {

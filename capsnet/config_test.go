@@ -275,36 +275,40 @@ func TestDuplicateLayerNames(t *testing.T) {
 	}
 }
 
-// TestUniformGridPresets: every grid preset deep-nN-dD-LL has a uniform
-// twin of the same architecture that differs only in its routing kind.
+// TestUniformGridPresets: every grid preset deep-nN-dD-LL (routing by
+// agreement) has a twin deep-nN-dD-LL-KIND per other routing kind (the
+// uniform baseline, the self-attention kinds) of the same architecture
+// that differs only in its routing kind.
 func TestUniformGridPresets(t *testing.T) {
 	p := Presets()
 	twins := 0
 	for name, c := range p {
-		if !strings.HasPrefix(name, "deep-n") || strings.HasSuffix(name, "-uniform") {
+		if !strings.HasPrefix(name, "deep-n") || c.Caps[0].Routing != DefaultRouting().Name {
 			continue
 		}
-		u, ok := p[name+"-uniform"]
-		if !ok {
-			t.Errorf("%s: no preset %s-uniform", name, name)
-			continue
-		}
-		twins++
-		if len(u.Caps) != len(c.Caps) {
-			t.Fatalf("%s-uniform: %d capsule layers, %s %d", name, len(u.Caps), name, len(c.Caps))
-		}
-		for i := range c.Caps {
-			if u.Caps[i].Routing != "uniform" || c.Caps[i].Routing != "rba" {
-				t.Errorf("%s layer %d: routing %q, its twin %q", name, i, c.Caps[i].Routing, u.Caps[i].Routing)
+		for _, kind := range RoutingNames()[1:] {
+			u, ok := p[name+"-"+kind]
+			if !ok {
+				t.Errorf("%s: no preset %s-%s", name, name, kind)
+				continue
 			}
-			uc := u.Caps[i]
-			uc.Routing = c.Caps[i].Routing
-			if !reflect.DeepEqual(uc, c.Caps[i]) {
-				t.Errorf("%s layer %d: the twin differs in more than routing: %+v vs %+v", name, i, u.Caps[i], c.Caps[i])
+			twins++
+			if len(u.Caps) != len(c.Caps) {
+				t.Fatalf("%s-%s: %d capsule layers, %s %d", name, kind, len(u.Caps), name, len(c.Caps))
+			}
+			for i := range c.Caps {
+				if u.Caps[i].Routing != kind || c.Caps[i].Routing != "rba" {
+					t.Errorf("%s layer %d: routing %q, its twin %q", name, i, c.Caps[i].Routing, u.Caps[i].Routing)
+				}
+				uc := u.Caps[i]
+				uc.Routing = c.Caps[i].Routing
+				if !reflect.DeepEqual(uc, c.Caps[i]) {
+					t.Errorf("%s layer %d: the %s twin differs in more than routing: %+v vs %+v", name, i, kind, u.Caps[i], c.Caps[i])
+				}
 			}
 		}
 	}
-	if twins != 96 {
-		t.Errorf("%d grid presets with a uniform twin, want 96 (8 depths × 3 capsule counts × 4 dimensions)", twins)
+	if want := 96 * (len(RoutingKinds) - 1); twins != want {
+		t.Errorf("%d grid twins, want %d (8 depths × 3 capsule counts × 4 dimensions × %d kinds)", twins, want, len(RoutingKinds)-1)
 	}
 }

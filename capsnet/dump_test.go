@@ -26,7 +26,7 @@ const (
 )
 
 func oracleModels() []string {
-	return []string{"tiny-sabour", "tiny-deep", "tiny-deep-uniform", "tiny-deep3"}
+	return []string{"tiny-sabour", "tiny-deep", "tiny-deep-uniform", "tiny-deep3", "tiny-deep-selfattn", "tiny-deep-selfattn-in"}
 }
 
 func TestOracle(t *testing.T) {

@@ -22,7 +22,7 @@ func TestUnknownModelHint(t *testing.T) {
 		t.Fatal("LoadConfig(no-such-model) succeeded")
 	}
 	msg := err.Error()
-	grid := regexp.MustCompile(`^deep-n(\d+)-d(\d+)-L(\d+)(-[a-z]+)?$`)
+	grid := regexp.MustCompile(`^deep-n(\d+)-d(\d+)-L(\d+)(-[a-z-]+)?$`)
 	vals := [3][]int{}
 	for _, name := range PresetNames() {
 		m := grid.FindStringSubmatch(name)

@@ -12,13 +12,16 @@ import (
 // int8 graph of package quant), Params, TrainingPlan, the presets' twins
 // and the sweep's grid, manifest and collection read.
 type RoutingKind struct {
-	// Name is the config's "routing" value ("rba", "uniform").
+	// Name is the config's "routing" value ("rba", "uniform",
+	// "self-attention", "self-attention-in").
 	Name string
 	// Doc says what the kind computes, in one line.
 	Doc string
-	// LearnedPrior: the kind reads a routing prior (bias) NAME.b, which is
-	// trained when the layer sets learn_prior. Without it NAME.b is kept
-	// (the checkpoint format has it) but never trained.
+	// LearnedPrior: the kind reads a routing prior NAME.b (the initial
+	// logits of routing by agreement, the bias added after the softmax of
+	// self-attention), which is trained when the layer sets learn_prior.
+	// Without it NAME.b is kept (the checkpoint format has it) but never
+	// trained.
 	LearnedPrior bool
 	// Iterative: the kind runs the layer's iters iterations (at least 1);
 	// otherwise iters is ignored (0 allowed).
@@ -39,6 +42,10 @@ var RoutingKinds = []RoutingKind{
 		LearnedPrior: true, Iterative: true, Kernel: kernels.RoutingRBA},
 	{Name: "uniform", Doc: "the paper's uniform-routing baseline: couplings 1/n_out, one pass, no prior",
 		Baseline: true, Kernel: kernels.RoutingUniform},
+	{Name: "self-attention", Doc: "Efficient-CapsNet's self-attention routing: one pass, a[i,j] = <û[i,j], Σ_k û[k,j]>/√d, softmax over the outputs j, plus the learned bias b",
+		LearnedPrior: true, Kernel: kernels.RoutingSelfAttention},
+	{Name: "self-attention-in", Doc: "self-attention routing with the softmax over the inputs i (each output's couplings sum to 1), plus the learned bias b",
+		LearnedPrior: true, Kernel: kernels.RoutingSelfAttentionIn},
 }
 
 // DefaultRouting is the presets' routing kind: RoutingKinds[0].

@@ -13,18 +13,32 @@ const (
 	// RoutingUniform is the paper's uniform-routing baseline: couplings
 	// 1/NOut, one pass, no logits and no prior.
 	RoutingUniform
+	// RoutingSelfAttention is Efficient-CapsNet's self-attention routing
+	// (docs/semantics.md §3): one pass, a[j,i] = <û[i,j], Σ_k û[k,j]>/√D,
+	// c = softmax over the outputs j of a, plus the bias (the prior slot)
+	// added after the softmax.
+	RoutingSelfAttention
+	// RoutingSelfAttentionIn is RoutingSelfAttention with the softmax over
+	// the inputs i: every output capsule's couplings (before the bias) sum
+	// to 1.
+	RoutingSelfAttentionIn
 	// NumRoutingKinds is the number of routing kinds: every kind k has
 	// 0 <= k < NumRoutingKinds.
 	NumRoutingKinds
 )
 
-// String names the routing kind ("rba", "uniform").
+// String names the routing kind ("rba", "uniform", "self-attention",
+// "self-attention-in").
 func (k RoutingKind) String() string {
 	switch k {
 	case RoutingRBA:
 		return "rba"
 	case RoutingUniform:
 		return "uniform"
+	case RoutingSelfAttention:
+		return "self-attention"
+	case RoutingSelfAttentionIn:
+		return "self-attention-in"
 	}
 	return fmt.Sprintf("RoutingKind(%d)", int(k))
 }
@@ -32,6 +46,12 @@ func (k RoutingKind) String() string {
 // Iterative reports whether the kind runs Iters iterations (and so uses
 // its logits and prior); a non-iterative kind makes one pass.
 func (k RoutingKind) Iterative() bool { return k == RoutingRBA }
+
+// Attention reports whether the kind is one of the self-attention kinds
+// (one pass; the prior slot holds the bias added after the softmax).
+func (k RoutingKind) Attention() bool {
+	return k == RoutingSelfAttention || k == RoutingSelfAttentionIn
+}
 
 // RoutingShape describes routing by agreement (docs/semantics.md §3) between NIn input
 // capsules and NOut output capsules of dimension D, for Batch samples.
@@ -65,8 +85,8 @@ func (sh RoutingShape) check() error {
 	if sh.Squash != SquashMazzia && sh.Squash != SquashSabour {
 		return fmt.Errorf("bad shape %+v: unknown squash kind %v", sh, sh.Squash)
 	}
-	// The work buffer is the largest: Batch·r·(NOut·NIn + 2·D·NOut) + ….
-	if !capsSizeOK(max(sh.Batch, 1), sh.iters(), sh.NOut, sh.D+2, sh.NIn+2) {
+	// The work buffer is the largest: Batch·r·(NOut·NIn + 3·D·NOut) + ….
+	if !capsSizeOK(max(sh.Batch, 1), sh.iters(), sh.NOut, sh.D+3, sh.NIn+3) {
 		return fmt.Errorf("bad shape %+v: tensor sizes overflow", sh)
 	}
 	return nil
@@ -83,22 +103,37 @@ func (sh RoutingShape) iters() int {
 
 // iterSize is the number of floats one iteration of one sample stores in the
 // work buffer: its couplings (NOut·NIn), its squash input s and its output v
-// (D·NOut each, component-major).
-func (sh RoutingShape) iterSize() int { return sh.NOut*sh.NIn + 2*sh.D*sh.NOut }
+// (D·NOut each, component-major). An attention kind stores the softmax
+// output instead of the couplings, and also the scaled vote sums S/√D
+// (D·NOut, component-major).
+func (sh RoutingShape) iterSize() int {
+	if sh.Kind.Attention() {
+		return sh.NOut*sh.NIn + 3*sh.D*sh.NOut
+	}
+	return sh.NOut*sh.NIn + 2*sh.D*sh.NOut
+}
 
 // scratchSize is the shared scratch at the end of the work buffer: three
 // NOut·NIn planes (logits in the forward; logit gradient, coupling gradient
 // and softmax-gradient output in the backward), three D·NOut capsule vectors
 // (the backward's gradients of v_t, v_{t-1} and s_t) and one float holding
-// the constant 1.
-func (sh RoutingShape) scratchSize() int { return 3*sh.NOut*sh.NIn + 3*sh.D*sh.NOut + 1 }
+// the constant 1; an attention kind also keeps NIn ones (the all-ones
+// vector its vote sums and their gradient multiply by).
+func (sh RoutingShape) scratchSize() int {
+	n := 3*sh.NOut*sh.NIn + 3*sh.D*sh.NOut + 1
+	if sh.Kind.Attention() {
+		n += sh.NIn
+	}
+	return n
+}
 
 // WorkSize returns the number of float32 of the work buffer RoutingForward
 // fills and RoutingBackward reads: per sample and per iteration, the
 // couplings c_t and the squash input s_t and output v_t, followed by scratch
 // space both passes use. It is Batch·r·(NOut·NIn + 2·D·NOut) +
-// 3·NOut·NIn + 3·D·NOut + 1 with r = Iters (1 for a kind that is not Iterative), or 0 for an
-// invalid shape.
+// 3·NOut·NIn + 3·D·NOut + 1 with r = Iters (1 for a kind that is not
+// Iterative); for an attention kind Batch·(NOut·NIn + 3·D·NOut) +
+// 3·NOut·NIn + 3·D·NOut + 1 + NIn. It is 0 for an invalid shape.
 func (sh RoutingShape) WorkSize() int {
 	if sh.check() != nil {
 		return 0
@@ -196,6 +231,10 @@ func RoutingForward(sh RoutingShape, v, c, uhat, prior, work []float32) error {
 	}
 	bs, nIn, nOut, d := sh.Batch, sh.NIn, sh.NOut, sh.D
 	if bs == 0 {
+		return nil
+	}
+	if sh.Kind.Attention() {
+		attnForward(sh, cur, v, c, uhat, prior, work)
 		return nil
 	}
 	o := cur
@@ -312,6 +351,10 @@ func RoutingBackward(sh RoutingShape, duhat, dprior, dv, uhat, prior, work []flo
 		return err
 	}
 	if bs == 0 {
+		return nil
+	}
+	if sh.Kind.Attention() {
+		attnBackward(sh, cur, duhat, dprior, dv, uhat, prior, work)
 		return nil
 	}
 	rec := sh.iters() * sh.iterSize()

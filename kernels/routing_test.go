@@ -54,10 +54,16 @@ func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) rout
 	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
 	U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
 	r := sh.Iters
-	if sh.Kind == RoutingUniform {
+	if !sh.Kind.Iterative() {
 		r = 1
 	}
 	var tr routingTrace[T]
+	if sh.Kind.Attention() {
+		c, _, _ := attnRefCouplings(sh, b, uhat, prior)
+		s, v := routingRefSV(sh, b, uhat, c)
+		tr.c, tr.s, tr.v = [][][]T{c}, [][][]T{s}, [][][]T{v}
+		return tr
+	}
 	logits := capsMat[T](nOut, nIn)
 	if prior != nil && sh.Kind != RoutingUniform {
 		for j := range nOut {
@@ -88,23 +94,7 @@ func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) rout
 				c[j][i] /= sum
 			}
 		}
-		s := capsMat[T](nOut, d)
-		v := capsMat[T](nOut, d)
-		for j := 0; j < nOut; j++ {
-			var q T
-			for k := 0; k < d; k++ {
-				var acc T
-				for i := 0; i < nIn; i++ {
-					acc += c[j][i] * U(j, k, i)
-				}
-				s[j][k] = acc
-				q += acc * acc
-			}
-			f, _ := squashRefFactor(sh.Squash, q)
-			for k := 0; k < d; k++ {
-				v[j][k] = f * s[j][k]
-			}
-		}
+		s, v := routingRefSV(sh, b, uhat, c)
 		if t < r-1 {
 			for j := 0; j < nOut; j++ {
 				for i := 0; i < nIn; i++ {
@@ -121,6 +111,171 @@ func routingRefSample[T capsFloat](sh RoutingShape, b int, uhat, prior []T) rout
 		tr.v = append(tr.v, v)
 	}
 	return tr
+}
+
+// routingRefSV returns s[j][k] = Σ_i c[j][i]·û[i,j,k] and v = squash(s)
+// for sample b.
+func routingRefSV[T capsFloat](sh RoutingShape, b int, uhat []T, c [][]T) (s, v [][]T) {
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
+	s, v = capsMat[T](nOut, d), capsMat[T](nOut, d)
+	for j := 0; j < nOut; j++ {
+		var q T
+		for k := 0; k < d; k++ {
+			var acc T
+			for i := 0; i < nIn; i++ {
+				acc += c[j][i] * U(j, k, i)
+			}
+			s[j][k] = acc
+			q += acc * acc
+		}
+		f, _ := squashRefFactor(sh.Squash, q)
+		for k := 0; k < d; k++ {
+			v[j][k] = f * s[j][k]
+		}
+	}
+	return s, v
+}
+
+// attnRefCouplings computes self-attention routing's couplings for sample b
+// straight from docs/semantics.md §3 (in the index order of the PyTorch
+// reference): S[j][k] = Σ_i û[i,j,k], a[j][i] = <û[i,j,:], S[j]>/√D, p the
+// softmax of a over j (RoutingSelfAttention) or over i
+// (RoutingSelfAttentionIn), c = p + prior. It returns c, p and S.
+func attnRefCouplings[T capsFloat](sh RoutingShape, b int, uhat, prior []T) (c, p, S [][]T) {
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
+	S = capsMat[T](nOut, d)
+	for j := range nOut {
+		for k := range d {
+			for i := range nIn {
+				S[j][k] += U(j, k, i)
+			}
+		}
+	}
+	a := capsMat[T](nOut, nIn)
+	for j := range nOut {
+		for i := range nIn {
+			var x T
+			for k := range d {
+				x += U(j, k, i) * S[j][k]
+			}
+			a[j][i] = x / T(math.Sqrt(float64(d)))
+		}
+	}
+	p = capsMat[T](nOut, nIn)
+	// softmax over the index set idx(m) of one group m
+	soft := func(groups, size int, at func(m, x int) (int, int)) {
+		for m := range groups {
+			j0, i0 := at(m, 0)
+			mx := a[j0][i0]
+			for x := range size {
+				j, i := at(m, x)
+				mx = max(mx, a[j][i])
+			}
+			var sum T
+			for x := range size {
+				j, i := at(m, x)
+				p[j][i] = T(math.Exp(float64(a[j][i] - mx)))
+				sum += p[j][i]
+			}
+			for x := range size {
+				j, i := at(m, x)
+				p[j][i] /= sum
+			}
+		}
+	}
+	if sh.Kind == RoutingSelfAttention {
+		soft(nIn, nOut, func(i, j int) (int, int) { return j, i })
+	} else {
+		soft(nOut, nIn, func(j, i int) (int, int) { return j, i })
+	}
+	c = capsMat[T](nOut, nIn)
+	for j := range nOut {
+		for i := range nIn {
+			c[j][i] = p[j][i]
+			if prior != nil {
+				c[j][i] += prior[j*nIn+i]
+			}
+		}
+	}
+	return c, p, S
+}
+
+// attnBackwardRef is routingBackwardRef for sample b of an attention kind:
+// plain reverse-mode differentiation of attnRefCouplings and routingRefSV.
+func attnBackwardRef[T capsFloat](sh RoutingShape, b int, duhat, dprior, dv, uhat, prior []T) {
+	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
+	U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
+	dU := func(j, k, i int) *T { return &duhat[((b*nOut+j)*d+k)*nIn+i] }
+	c, p, S := attnRefCouplings(sh, b, uhat, prior)
+	s, _ := routingRefSV(sh, b, uhat, c)
+	// v = f(q)·s: ds = f·dv + 2·f'(q)·(s·dv)·s
+	gs := capsMat[T](nOut, d)
+	for j := range nOut {
+		var q, dot T
+		for k := range d {
+			q += s[j][k] * s[j][k]
+			dot += s[j][k] * dv[(b*d+k)*nOut+j]
+		}
+		f, df := squashRefFactor(sh.Squash, q)
+		for k := range d {
+			gs[j][k] = f*dv[(b*d+k)*nOut+j] + 2*df*dot*s[j][k]
+		}
+	}
+	dc := capsMat[T](nOut, nIn)
+	for j := range nOut {
+		for k := range d {
+			for i := range nIn {
+				*dU(j, k, i) = gs[j][k] * c[j][i]
+				dc[j][i] += gs[j][k] * U(j, k, i)
+			}
+		}
+	}
+	if dprior != nil {
+		for j := range nOut {
+			for i := range nIn {
+				dprior[j*nIn+i] += dc[j][i]
+			}
+		}
+	}
+	// p = softmax(a): da = p ⊙ (dc − <p, dc>) over the softmax's group
+	da := capsMat[T](nOut, nIn)
+	if sh.Kind == RoutingSelfAttention {
+		for i := range nIn {
+			var dot T
+			for j := range nOut {
+				dot += p[j][i] * dc[j][i]
+			}
+			for j := range nOut {
+				da[j][i] = p[j][i] * (dc[j][i] - dot)
+			}
+		}
+	} else {
+		for j := range nOut {
+			var dot T
+			for i := range nIn {
+				dot += p[j][i] * dc[j][i]
+			}
+			for i := range nIn {
+				da[j][i] = p[j][i] * (dc[j][i] - dot)
+			}
+		}
+	}
+	// a[j][i] = Σ_k U(j,k,i)·S[j][k]/√D with S[j][k] = Σ_i' U(j,k,i'):
+	// ∂a[j][i]/∂U(j,k,i') = (δ_ii'·S[j][k] + U(j,k,i))/√D
+	rs := 1 / T(math.Sqrt(float64(d)))
+	for j := range nOut {
+		for k := range d {
+			var g T
+			for i := range nIn {
+				g += da[j][i] * U(j, k, i)
+			}
+			for i := range nIn {
+				*dU(j, k, i) += rs * (da[j][i]*S[j][k] + g)
+			}
+		}
+	}
 }
 
 // routingRef: v (B, D, NOut), c (B, NOut, NIn) or nil.
@@ -147,6 +302,10 @@ func routingRef[T capsFloat](sh RoutingShape, v, c, uhat, prior []T) {
 func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, prior []T) {
 	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
 	for b := 0; b < sh.Batch; b++ {
+		if sh.Kind.Attention() {
+			attnBackwardRef(sh, b, duhat, dprior, dv, uhat, prior)
+			continue
+		}
 		U := func(j, k, i int) T { return uhat[((b*nOut+j)*d+k)*nIn+i] }
 		dU := func(j, k, i int) *T { return &duhat[((b*nOut+j)*d+k)*nIn+i] }
 		for j := 0; j < nOut; j++ {
@@ -242,9 +401,19 @@ func routingBackwardRef[T capsFloat](sh RoutingShape, duhat, dprior, dv, uhat, p
 // which does not cancel). The largest observed ratio is logged; a wrong
 // iteration count, index or missing gradient term is off by orders of
 // magnitude more, see TestCapsCompareCanFail.
+//
+// An attention kind makes one pass but chains two reductions of each
+// length (the vote sums S and s over NIn, the logits and the squash over
+// D, the softmax over NOut or NIn), so K = 2·(NIn + D + NOut); its inputs
+// are scaled (capsRoutingInputsFor) so that the logits are of order one,
+// where the softmax is Lipschitz with constant one as for routing by
+// agreement.
 func capsRoutingTol(sh RoutingShape, want []float64, cond float64) func(int) float64 {
 	r := sh.Iters
-	if sh.Kind == RoutingUniform {
+	switch {
+	case sh.Kind.Attention():
+		r = 2
+	case !sh.Kind.Iterative():
 		r = 1
 	}
 	k := float64(r * (sh.NIn + sh.D + sh.NOut))
@@ -286,7 +455,14 @@ type capsRoutingInputs struct {
 
 func capsRoutingInputsFor(rng *rand.Rand, sh RoutingShape, withPrior, withDPrior bool) capsRoutingInputs {
 	in := capsRoutingInputs{sh: sh}
-	in.uhat = capsRand(rng, sh.Batch*sh.NOut*sh.D*sh.NIn, rng.Intn(4), 1)
+	scale := 1.0
+	if sh.Kind.Attention() {
+		// |a| <= NIn·D·scale²/√D: logits of order one (at most 2), as a
+		// trained layer's are; larger ones make the softmax one-hot and
+		// the comparison a test of rounding in the logits.
+		scale = math.Sqrt(2 / (float64(sh.NIn) * math.Sqrt(float64(sh.D))))
+	}
+	in.uhat = capsRand(rng, sh.Batch*sh.NOut*sh.D*sh.NIn, rng.Intn(4), scale)
 	if withPrior {
 		in.prior = capsRand(rng, sh.NOut*sh.NIn, rng.Intn(4), 1)
 	}
@@ -369,7 +545,7 @@ func TestRoutingVsRef(t *testing.T) {
 						continue
 					}
 					sh := RoutingShape{Batch: 1 + rng.Intn(3), NIn: nIn, NOut: nOut, D: d,
-						Iters: iters[rng.Intn(len(iters))], Squash: Squash(rng.Intn(2)), Kind: routingKindOf(rng.Intn(4) == 0)}
+						Iters: iters[rng.Intn(len(iters))], Squash: Squash(rng.Intn(2)), Kind: routingKindFor(rng)}
 					in := capsRoutingInputsFor(rng, sh, rng.Intn(2) == 0, rng.Intn(2) == 0)
 					routingWholeBytes, routingBlockBytes = 1<<20, 256<<10
 					if rng.Intn(4) < 1+2*(nIn/100) { // NIn = 100: 3 cases in 4
@@ -430,6 +606,35 @@ func TestCapsCompareCanFail(t *testing.T) {
 	if _, err := capsCompare("duhat", gdu, partial, capsRoutingTol(sh, partial, capsSquashCond(in))); err == nil {
 		t.Error("wrong duhat not detected")
 	}
+	// Self-attention with the softmax over the wrong axis, and without the
+	// gradient through the vote sums (the κ·(Û_j·da)⊗1 term).
+	at := capsRoutingInputsFor(rng, RoutingShape{Batch: 2, NIn: 9, NOut: 4, D: 3, Squash: SquashMazzia, Kind: RoutingSelfAttention}, true, true)
+	if _, err := capsRoutingCheck(rng, at); err != nil {
+		t.Fatalf("correct attention kernels fail: %v", err)
+	}
+	wv, _, wdu, _ := capsRoutingWant(at)
+	other := at
+	other.sh.Kind = RoutingSelfAttentionIn
+	gv, _, _, _, err = capsRoutingGot(rng, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := capsCompare("v", gv, wv, capsRoutingTol(at.sh, wv, capsSquashCond(at))); err == nil {
+		t.Error("softmax over the wrong axis not detected")
+	}
+	_, _, gdu, _, err = capsRoutingGot(rng, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range at.sh.NOut * at.sh.D {
+		for b := range at.sh.Batch {
+			row := gdu[(b*at.sh.NOut*at.sh.D+j)*at.sh.NIn:][:at.sh.NIn]
+			row[0] += 1e-3 // a constant row offset, as the missing term is
+		}
+	}
+	if _, err := capsCompare("duhat", gdu, wdu, capsRoutingTol(at.sh, wdu, capsSquashCond(at))); err == nil {
+		t.Error("wrong attention duhat not detected")
+	}
 	// A single perturbed vote.
 	vs := VotesShape{Batch: 2, NIn: 17, NOut: 3, DIn: 4, DOut: 5}
 	w := capsRand(rng, vs.NOut*vs.DOut*vs.DIn*vs.NIn, 0, 1)
@@ -465,6 +670,9 @@ func TestCapsFiniteDifferences(t *testing.T) {
 		{Batch: 2, NIn: 7, NOut: 4, D: 3, Iters: 4, Squash: SquashSabour},
 		{Batch: 1, NIn: 3, NOut: 2, D: 5, Iters: 1, Squash: SquashMazzia},
 		{Batch: 2, NIn: 6, NOut: 3, D: 2, Iters: 2, Squash: SquashSabour, Kind: RoutingUniform},
+		{Batch: 2, NIn: 5, NOut: 3, D: 4, Squash: SquashMazzia, Kind: RoutingSelfAttention},
+		{Batch: 2, NIn: 7, NOut: 4, D: 3, Squash: SquashSabour, Kind: RoutingSelfAttentionIn},
+		{Batch: 1, NIn: 3, NOut: 1, D: 5, Squash: SquashMazzia, Kind: RoutingSelfAttentionIn},
 	}
 	for _, sh := range cases {
 		vs := VotesShape{Batch: sh.Batch, NIn: sh.NIn, NOut: sh.NOut, DIn: 3, DOut: sh.D}
@@ -554,6 +762,8 @@ func TestCapsOracle(t *testing.T) {
 		{"tiny-deep", "caps.%d", 2, 3, SquashMazzia, RoutingRBA},
 		{"tiny-deep-uniform", "caps.%d", 2, 3, SquashMazzia, RoutingUniform},
 		{"tiny-deep3", "caps.%d", 3, 5, SquashMazzia, RoutingRBA},
+		{"tiny-deep-selfattn", "caps.%d", 2, 1, SquashMazzia, RoutingSelfAttention},
+		{"tiny-deep-selfattn-in", "caps.%d", 3, 1, SquashMazzia, RoutingSelfAttentionIn},
 		// Sabour's prior is not learned, but the oracle filled digit.b with
 		// random values like every ".b" and its forward used them.
 		{"tiny-sabour", "digit", 1, 3, SquashSabour, RoutingRBA},
@@ -856,13 +1066,15 @@ func readSafetensors(path string) (map[string]stTensor, error) {
 	return f.Tensors, nil
 }
 
-// routingKindOf returns RoutingUniform when uniform, else RoutingRBA.
-func routingKindOf(uniform bool) RoutingKind {
-	if uniform {
-		return RoutingUniform
+// routingKindFor draws a routing kind: routing by agreement half of the
+// time, each other kind equally often.
+func routingKindFor(rng *rand.Rand) RoutingKind {
+	if rng.Intn(2) == 0 {
+		return RoutingRBA
 	}
-	return RoutingRBA
+	return RoutingKind(1 + rng.Intn(int(NumRoutingKinds)-1))
 }
+
 
 // TestRoutingKindNames: every kind has a name, and a kind out of range is
 // refused by the kernels' entry checks.

@@ -241,7 +241,7 @@ func TestEvaluatorErrors(t *testing.T) {
 // of the largest length (float32 sums in another order).
 func TestOracleNorms(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "oracle")
-	for _, name := range []string{"tiny-sabour", "tiny-deep", "tiny-deep-uniform", "tiny-deep3"} {
+	for _, name := range []string{"tiny-sabour", "tiny-deep", "tiny-deep-uniform", "tiny-deep3", "tiny-deep-selfattn", "tiny-deep-selfattn-in"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := capsnet.Presets()[name]
 			ck, err := capsnet.ReadCheckpoint(filepath.Join(dir, name+"-weights.safetensors"))
