@@ -77,8 +77,17 @@ func TestReconMean(t *testing.T) {
 	}
 }
 
+// TestNetNoAllocs: a training step, the margin backward with the analysis
+// accessors, and inference allocate nothing, for routing by agreement and
+// both self-attention kinds.
 func TestNetNoAllocs(t *testing.T) {
-	p, err := NewParams(Presets()["tiny-deep3"])
+	for _, name := range []string{"tiny-deep3", "tiny-deep-selfattn", "tiny-deep-selfattn-in"} {
+		t.Run(name, func(t *testing.T) { checkNetNoAllocs(t, name) })
+	}
+}
+
+func checkNetNoAllocs(t *testing.T, preset string) {
+	p, err := NewParams(Presets()[preset])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,11 @@ import "math"
 
 // attnScratch is the scratch of one attention call: the logits a (forward)
 // or the coupling gradient (backward), the couplings c, the logit gradient
-// da, two D·NOut capsule vectors and the ones.
+// da, two D·NOut capsule vectors, one float for a dot product (a slice of
+// the work buffer: a local array passed to a primitive through the ops
+// table would escape to the heap) and the ones.
 type attnScratch struct {
-	a, c, da, gs, g, ones []float32
+	a, c, da, gs, g, dot, ones []float32
 }
 
 func newAttnScratch(sh RoutingShape, scr []float32) attnScratch {
@@ -39,6 +41,7 @@ func newAttnScratch(sh RoutingShape, scr []float32) attnScratch {
 	s.da = scr[2*nc:][:nc]
 	s.gs = scr[3*nc:][:ns]
 	s.g = scr[3*nc+ns:][:ns]
+	s.dot = scr[3*nc+2*ns:][:1]
 	s.ones = scr[3*nc+3*ns+1:][:sh.NIn]
 	for i := range s.ones {
 		s.ones[i] = 1
@@ -138,7 +141,7 @@ func attnBackward(sh RoutingShape, o *ops, duhat, dprior, dv, uhat, prior, work 
 		if sh.Kind == RoutingSelfAttention {
 			o.softmaxColsGrad(nOut, nIn, p, dc, sc.da)
 		} else {
-			softmaxRowsGrad(o, nOut, nIn, p, dc, sc.da)
+			softmaxRowsGrad(o, nOut, nIn, p, dc, sc.da, sc.dot)
 		}
 		attnCouplings(sc.c, p, prior)
 		// dÛ_j = gs[:,j] ⊗ c[j,:] + S'[:,j] ⊗ da[j,:]
@@ -175,12 +178,12 @@ func softmaxRows(o *ops, rows, n int, l, c []float32) {
 
 // softmaxRowsGrad writes dl[r,i] = c[r,i]·(dc[r,i] − Σ_i' c[r,i']·dc[r,i'])
 // for every row r < rows of the rows×n matrices, the dot product being the
-// gemvN primitive's.
-func softmaxRowsGrad(o *ops, rows, n int, c, dc, dl []float32) {
+// gemvN primitive's, into dot (one float of scratch).
+func softmaxRowsGrad(o *ops, rows, n int, c, dc, dl, dot []float32) {
 	for r := 0; r < rows; r++ {
 		cr, dr, lr := c[r*n:][:n], dc[r*n:][:n], dl[r*n:][:n]
-		var dot [1]float32
-		o.gemvN(1, n, cr, n, dr, dot[:])
+		dot[0] = 0
+		o.gemvN(1, n, cr, n, dr, dot)
 		for i, v := range cr {
 			lr[i] = v * (dr[i] - dot[0])
 		}

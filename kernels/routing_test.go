@@ -1031,17 +1031,27 @@ func TestCapsNoAlloc(t *testing.T) {
 		rs := RoutingShape{Batch: 9, NIn: 256, NOut: 2, D: 4, Iters: 3, Squash: SquashSabour}
 		v, c := capsBuf(rs.Batch*rs.D*rs.NOut, 0), capsBuf(rs.Batch*rs.NOut*rs.NIn, 0)
 		prior, dprior := capsRand(rng, rs.NOut*rs.NIn, 0, 1), capsBuf(rs.NOut*rs.NIn, 0)
-		work := capsBuf(rs.WorkSize(), 0)
 		duhat := capsBuf(len(uhat), 0)
-		for _, f := range []struct {
+		calls := []struct {
 			name string
 			f    func() error
 		}{
 			{"VotesForward", func() error { return VotesForward(vs, uhat, w, u) }},
 			{"VotesBackward", func() error { return VotesBackward(vs, dw, du, w, u, uhat) }},
-			{"RoutingForward", func() error { return RoutingForward(rs, v, c, uhat, prior, work) }},
-			{"RoutingBackward", func() error { return RoutingBackward(rs, duhat, dprior, v, uhat, prior, work) }},
-		} {
+		}
+		for k := range NumRoutingKinds {
+			rs := rs
+			rs.Kind = k
+			work := capsBuf(rs.WorkSize(), 0)
+			calls = append(calls, []struct {
+				name string
+				f    func() error
+			}{
+				{"RoutingForward/" + k.String(), func() error { return RoutingForward(rs, v, c, uhat, prior, work) }},
+				{"RoutingBackward/" + k.String(), func() error { return RoutingBackward(rs, duhat, dprior, v, uhat, prior, work) }},
+			}...)
+		}
+		for _, f := range calls {
 			var err error
 			if n := testing.AllocsPerRun(5, func() { err = f.f() }); n != 0 {
 				t.Errorf("%s: %v allocations per call", f.name, n)

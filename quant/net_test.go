@@ -76,10 +76,11 @@ func TestNetMatchesFloat(t *testing.T) {
 		batch  int
 	}{
 		{"tiny-sabour", PerCapsule, 3}, {"tiny-deep", PerBlock, 2}, {"tiny-deep3", PerCapsule, 1},
+		{"tiny-deep-selfattn", PerBlock, 2}, {"tiny-deep-selfattn-in", PerCapsule, 3},
 		{"deep", PerCapsule, 2}, {"sabour", PerBlock, 1},
 	}
 	if testing.Short() {
-		cases = cases[:3]
+		cases = cases[:5]
 	}
 	prev := kernels.Impl()
 	defer kernels.Use(prev)
@@ -154,7 +155,7 @@ func TestNetMatchesFloat(t *testing.T) {
 
 // TestNetAllocs: Forward allocates nothing.
 func TestNetAllocs(t *testing.T) {
-	for _, preset := range []string{"tiny-deep", "tiny-sabour"} {
+	for _, preset := range []string{"tiny-deep", "tiny-sabour", "tiny-deep-selfattn", "tiny-deep-selfattn-in"} {
 		p := newParams(t, preset, 3)
 		m := calibrated(t, p, digitImages(p, 4, 1), PerCapsule)
 		n, err := NewNet(m, 4)
