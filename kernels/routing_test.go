@@ -1085,7 +1085,6 @@ func routingKindFor(rng *rand.Rand) RoutingKind {
 	return RoutingKind(1 + rng.Intn(int(NumRoutingKinds)-1))
 }
 
-
 // TestRoutingKindNames: every kind has a name, and a kind out of range is
 // refused by the kernels' entry checks.
 func TestRoutingKindNames(t *testing.T) {
