@@ -86,7 +86,7 @@ func (sh RoutingShape) check() error {
 		return fmt.Errorf("bad shape %+v: unknown squash kind %v", sh, sh.Squash)
 	}
 	// The work buffer is the largest: Batch·r·(NOut·NIn + 3·D·NOut) + ….
-	if !capsSizeOK(max(sh.Batch, 1), sh.iters(), sh.NOut, sh.D+3, sh.NIn+3) {
+	if !capsSizeOK(max(sh.Batch, 1), sh.iters(), sh.NOut, sh.D+5, sh.NIn+5) {
 		return fmt.Errorf("bad shape %+v: tensor sizes overflow", sh)
 	}
 	return nil
@@ -117,14 +117,12 @@ func (sh RoutingShape) iterSize() int {
 // NOut·NIn planes (logits in the forward; logit gradient, coupling gradient
 // and softmax-gradient output in the backward), three D·NOut capsule vectors
 // (the backward's gradients of v_t, v_{t-1} and s_t) and one float holding
-// the constant 1; an attention kind also keeps NIn ones (the all-ones
-// vector its vote sums and their gradient multiply by).
+// the constant 1; an attention kind's is attnScratchSize.
 func (sh RoutingShape) scratchSize() int {
-	n := 3*sh.NOut*sh.NIn + 3*sh.D*sh.NOut + 1
 	if sh.Kind.Attention() {
-		n += sh.NIn
+		return attnScratchSize(sh)
 	}
-	return n
+	return 3*sh.NOut*sh.NIn + 3*sh.D*sh.NOut + 1
 }
 
 // WorkSize returns the number of float32 of the work buffer RoutingForward
@@ -133,7 +131,7 @@ func (sh RoutingShape) scratchSize() int {
 // space both passes use. It is Batch·r·(NOut·NIn + 2·D·NOut) +
 // 3·NOut·NIn + 3·D·NOut + 1 with r = Iters (1 for a kind that is not
 // Iterative); for an attention kind Batch·(NOut·NIn + 3·D·NOut) +
-// 3·NOut·NIn + 3·D·NOut + 1 + NIn. It is 0 for an invalid shape.
+// 5·NOut·NIn + 2·D·NOut + NIn. It is 0 for an invalid shape.
 func (sh RoutingShape) WorkSize() int {
 	if sh.check() != nil {
 		return 0

@@ -16,33 +16,39 @@ import "math"
 // generated AVX2, AVX-512 and NEON kernels of routing by agreement: gemvN,
 // gemvT, ger and ger2 in groups, the softmax over columns, the squash and
 // its gradient, exp). The softmax over rows, which only
-// RoutingSelfAttentionIn uses, is composed here of the exp and gemvN
-// primitives and O(NOut·NIn) scalar loops, against the O(NOut·D·NIn) of the
-// products. The couplings are not blocked (routingChunk): S' needs every
+// RoutingSelfAttentionIn uses, costs O(NOut·NIn) against the O(NOut·D·NIn)
+// of the products: it runs as the softmaxCols primitive (and its gradient) on the
+// transpose. The couplings are not blocked (routingChunk): S' needs every
 // vote before any logit, so a block pass would read Û twice anyway.
 //
 // The work record of a sample is p (NOut, NIn), s and v (D, NOut) and S'
-// (D, NOut); the scratch holds a, c, the gradients and NIn ones.
+// (D, NOut); the scratch (attnScratch) holds a, c, the gradients, the
+// transposes and NIn ones.
 
 // attnScratch is the scratch of one attention call: the logits a (forward)
 // or the coupling gradient (backward), the couplings c, the logit gradient
-// da, two D·NOut capsule vectors, one float for a dot product (a slice of
-// the work buffer: a local array passed to a primitive through the ops
-// table would escape to the heap) and the ones.
+// da, two planes for the transposes of the softmax over rows, two D·NOut
+// capsule vectors and the ones.
 type attnScratch struct {
-	a, c, da, gs, g, dot, ones []float32
+	a, c, da, t, t2, gs, g, ones []float32
+}
+
+// attnScratchSize is the scratch floats of an attention kind:
+// 5·NOut·NIn + 2·D·NOut + NIn.
+func attnScratchSize(sh RoutingShape) int {
+	return 5*sh.NOut*sh.NIn + 2*sh.D*sh.NOut + sh.NIn
 }
 
 func newAttnScratch(sh RoutingShape, scr []float32) attnScratch {
 	nc, ns := sh.NOut*sh.NIn, sh.D*sh.NOut
 	var s attnScratch
-	s.a = scr[:nc]
-	s.c = scr[nc:][:nc]
-	s.da = scr[2*nc:][:nc]
-	s.gs = scr[3*nc:][:ns]
-	s.g = scr[3*nc+ns:][:ns]
-	s.dot = scr[3*nc+2*ns:][:1]
-	s.ones = scr[3*nc+3*ns+1:][:sh.NIn]
+	planes := [...]*[]float32{&s.a, &s.c, &s.da, &s.t, &s.t2}
+	for k, p := range planes {
+		*p = scr[k*nc:][:nc]
+	}
+	scr = scr[len(planes)*nc:]
+	s.gs, s.g = scr[:ns], scr[ns:][:ns]
+	s.ones = scr[2*ns:][:sh.NIn]
 	for i := range s.ones {
 		s.ones[i] = 1
 	}
@@ -97,7 +103,7 @@ func attnForward(sh RoutingShape, o *ops, v, c, uhat, prior, work []float32) {
 		if sh.Kind == RoutingSelfAttention {
 			o.softmaxCols(nOut, nIn, sc.a, p)
 		} else {
-			softmaxRows(o, nOut, nIn, sc.a, p)
+			softmaxRows(o, nOut, nIn, sc.a, p, sc.c)
 		}
 		attnCouplings(sc.c, p, prior)
 		// s[:,j] = Û_j·c[j,:]
@@ -135,13 +141,12 @@ func attnBackward(sh RoutingShape, o *ops, duhat, dprior, dv, uhat, prior, work 
 		clear(dc)
 		o.gemvTGroups(nOut, d, nIn, ub, nIn, sc.gs, 1, nOut, dc, nIn)
 		if dprior != nil {
-			one := sc.ones[:1]
-			o.ger(1, nc, one, dc, dprior, nc) // dprior += dc
+			o.ger(1, nc, sc.ones[:1], dc, dprior, nc) // dprior += dc
 		}
 		if sh.Kind == RoutingSelfAttention {
 			o.softmaxColsGrad(nOut, nIn, p, dc, sc.da)
 		} else {
-			softmaxRowsGrad(o, nOut, nIn, p, dc, sc.da, sc.dot)
+			softmaxRowsGrad(o, nOut, nIn, p, dc, sc.da, sc.c, sc.t, sc.t2)
 		}
 		attnCouplings(sc.c, p, prior)
 		// dÛ_j = gs[:,j] ⊗ c[j,:] + S'[:,j] ⊗ da[j,:]
@@ -154,38 +159,37 @@ func attnBackward(sh RoutingShape, o *ops, duhat, dprior, dv, uhat, prior, work 
 	}
 }
 
-// softmaxRows writes c[r,:] = softmax of l[r,:] (max-subtracted) for every
-// row r < rows of the rows×n row-major matrix l, which it overwrites with
-// l − max. The exponentials are the exp primitive's.
-func softmaxRows(o *ops, rows, n int, l, c []float32) {
-	for r := 0; r < rows; r++ {
-		lr, cr := l[r*n:][:n], c[r*n:][:n]
-		mx := lr[0]
-		for _, v := range lr[1:] {
-			mx = max(mx, v)
-		}
-		for i := range lr {
-			lr[i] -= mx
-		}
-		o.exp(lr, cr)
-		var sum float32
-		for _, v := range cr {
-			sum += v
-		}
-		scale(cr, 1/sum)
-	}
+// softmaxRows writes c[r,:] = softmax of l[r,:] for every row r < rows
+// of the rows×n row-major matrix l, as the softmaxCols primitive of the
+// transpose: l is transposed into t (n×rows), its columns' softmax written
+// back into l, and transposed into c. The transposes are O(rows·n) copies;
+// the softmax runs vectorised across rows, as that of routing by
+// agreement does across columns.
+func softmaxRows(o *ops, rows, n int, l, c, t []float32) {
+	transpose(rows, n, l, t)
+	o.softmaxCols(n, rows, t, l)
+	transpose(n, rows, l, c)
 }
 
 // softmaxRowsGrad writes dl[r,i] = c[r,i]·(dc[r,i] − Σ_i' c[r,i']·dc[r,i'])
-// for every row r < rows of the rows×n matrices, the dot product being the
-// gemvN primitive's, into dot (one float of scratch).
-func softmaxRowsGrad(o *ops, rows, n int, c, dc, dl, dot []float32) {
+// for every row r < rows of the rows×n matrices, as the softmaxColsGrad
+// primitive of the transposes (ct, dct and dlt: scratch of rows·n floats
+// each).
+func softmaxRowsGrad(o *ops, rows, n int, c, dc, dl, ct, dct, dlt []float32) {
+	transpose(rows, n, c, ct)
+	transpose(rows, n, dc, dct)
+	o.softmaxColsGrad(n, rows, ct, dct, dlt)
+	transpose(n, rows, dlt, dl)
+}
+
+// transpose writes the transpose of the rows×n row-major matrix a into t
+// (n×rows).
+func transpose(rows, n int, a, t []float32) {
+	a, t = a[:rows*n], t[:rows*n]
 	for r := 0; r < rows; r++ {
-		cr, dr, lr := c[r*n:][:n], dc[r*n:][:n], dl[r*n:][:n]
-		dot[0] = 0
-		o.gemvN(1, n, cr, n, dr, dot)
-		for i, v := range cr {
-			lr[i] = v * (dr[i] - dot[0])
+		ar := a[r*n:][:n]
+		for i, v := range ar {
+			t[i*rows+r] = v
 		}
 	}
 }

@@ -58,9 +58,10 @@ func BenchmarkInfer(b *testing.B) {
 // float32 one in one run: Forward passes of the two alternate, so that the
 // load of a shared machine weighs on both alike, and the speed-up is the
 // ratio of their median times (reported as "speedup"; the target is
-// ≥ 2 at batch 1 and 32).
+// ≥ 2 at batch 1 and 32), for the deep model under routing by agreement
+// and under self-attention routing, and Sabour's.
 func BenchmarkInt8Speedup(b *testing.B) {
-	for _, preset := range []string{"deep", "sabour"} {
+	for _, preset := range []string{"deep", "deep-self-attention", "sabour"} {
 		for _, batch := range []int{1, 32} {
 			b.Run(fmt.Sprintf("model=%s/batch=%d", preset, batch), func(b *testing.B) {
 				fn, qn, x := benchNets(b, preset, batch)

@@ -175,3 +175,58 @@ func benchModelThreads(b *testing.B, model string, batch, threads int, train boo
 	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "img/s")
 	b.ReportMetric(float64(plan.Total)/(1<<20), "MiB") // parameters, replicas, optimizer state
 }
+
+// BenchmarkTrainStepRouting compares the deep model's training step
+// (forward, backward, Adam; batch 128 on one thread) under every routing
+// kind of capsnet.RoutingKinds (the presets deep, deep-uniform,
+// deep-self-attention, deep-self-attention-in). The kinds' steps
+// alternate, so that the load of a shared machine weighs on all alike; it
+// reports each kind's img/s from its median step time and its speed-up
+// over routing by agreement ("KIND-vs-rba", > 1: faster).
+func BenchmarkTrainStepRouting(b *testing.B) {
+	const batch, threads = 128, 1
+	kinds := capsnet.RoutingKinds
+	trs := make([]*Trainer, len(kinds))
+	times := make([][]float64, len(kinds))
+	var x []float32
+	var labels []int
+	for i := range kinds {
+		cfg := capsnet.Presets()[capsnet.PresetTwin("deep", kinds[i].Name)]
+		p, err := capsnet.NewParams(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Init(1)
+		if trs[i], err = NewTrainer(p, batch, threads, kernels.DefaultAdamParams()); err != nil {
+			b.Fatal(err)
+		}
+		defer trs[i].Close()
+		x, labels = benchBatch(cfg, batch)
+	}
+	step := func(i int) {
+		start := time.Now()
+		if _, _, err := trs[i].TrainStep(x, labels, 1e-4); err != nil {
+			b.Fatal(err)
+		}
+		times[i] = append(times[i], time.Since(start).Seconds())
+	}
+	for i := range trs {
+		step(i) // warm-up
+		times[i] = times[i][:0]
+	}
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		for i := range trs {
+			step(i)
+		}
+	}
+	b.StopTimer()
+	rba := median(times[0])
+	for i, k := range kinds {
+		m := median(times[i])
+		b.ReportMetric(batch/m, k.Name+"-img/s")
+		if i > 0 {
+			b.ReportMetric(rba/m, k.Name+"-vs-rba")
+		}
+	}
+}
