@@ -12,11 +12,15 @@ import (
 
 func init() { commands["collect"] = collectCmd }
 
-const collectSummary = "sweep collect: reads a sweep's result files and writes the appendix tables (accuracy per architecture, best models with their uniform baselines, Tables 1 and 2); usage: sweep collect -manifest DIR/manifest.ndjson [flags]"
+const collectSummary = "sweep collect: reads a sweep's result files and writes the appendix tables (accuracy per architecture and routing kind, best RBA models with their uniform baselines, Tables 1 and 2); usage: sweep collect -manifest DIR/manifest.ndjson [flags]"
 
 const collectNotes = `Missing, failed and invalid results are listed, never an error: collect can run
-while the sweep does. With none of -markdown, -html, -json the Markdown goes to
-standard output.
+while the sweep does. The tables have a column per routing kind: RBA and
+uniform always, every other kind (self-attention, …) once a task of it is
+done; the JSON keeps "rba" and "uniform" per architecture and adds "kinds"
+(every column's kind by name) and "routing" (the columns' kinds). The best
+models and Tables 1 and 2 are RBA's. With none of -markdown, -html, -json the
+Markdown goes to standard output.
 `
 
 func collectCmd(args []string) error {

@@ -104,17 +104,25 @@ bound of the speed at the task's batch). Node-hours count each task as one
 node of its threads' cores; core-hours weight each task by its threads. A
 manifest already in DIR is kept when the grid gives the same tasks and
 refused otherwise (-overwrite replaces it). Grid files name models as presets
-or config files (made absolute). Exit status: 0 done, 1 error, 2 bad flag.
+or config files (made absolute). -routing chooses the routing kinds of the
+grid: a preset grid has rba,uniform (the paper's experiment) unless it is
+given, a -grid file its own "routing" field (-routing replaces it). The list
+must hold the baseline kind uniform, which collect compares every kind with;
+its order does not matter (tasks follow the kinds' table order). A kind
+other than rba takes each preset's twin NAME-KIND (deep-n16-d8-L4-uniform,
+tiny-deep-self-attention). Exit status: 0 done, 1 error, 2 bad flag.
 `
 
 func plan(args []string) error {
 	fs := flag.NewFlagSet("sweep plan", flag.ContinueOnError)
-	cli.SetUsage(fs, "sweep plan: expands a grid into a manifest of tasks; usage: sweep plan -grid GRID.json | -preset NAME -out DIR [flags]", planNotes)
+	cli.SetUsage(fs, "sweep plan: expands a grid into a manifest of tasks; usage: sweep plan -grid GRID.json | -preset NAME -out DIR [-routing KIND,KIND…] [flags]", planNotes)
 	gridFile := fs.String("grid", "", "grid JSON file (fields of sweep.Grid: models or depths/capsules/dims, routing, seeds, data, eval, k, target, epochs, batch, threads)")
 	preset := fs.String("preset", "", "named grid: "+strings.Join(sweep.PresetNames(), ", "))
 	out := fs.String("out", "", "sweep directory: receives manifest.ndjson; the tasks' runs/ and results/ go there")
 	ips := fs.Float64("img-per-s", 0, "training speed for the cost estimate, img/s per task (0: measure each model)")
 	overwrite := fs.Bool("overwrite", false, "replace a manifest of other tasks in -out")
+	routing := fs.String("routing", strings.Join(sweep.PaperRouting(), ","), "routing kinds of the grid, comma-separated, from "+
+		strings.Join(capsnet.RoutingNames(), ", ")+"; must include the baseline uniform; replaces a -grid file's routing when given")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
@@ -127,27 +135,22 @@ func plan(args []string) error {
 	if err := cli.Float("img-per-s", *ips, 0, 1e12, false); err != nil {
 		return err
 	}
-	var g sweep.Grid
-	if *preset != "" {
-		var ok bool
-		if g, ok = sweep.Presets()[*preset]; !ok {
-			return cli.Usagef("-preset %q: want one of %s", *preset, strings.Join(sweep.PresetNames(), ", "))
-		}
-	} else {
-		var err error
-		if g, err = sweep.ReadGrid(*gridFile); err != nil {
-			return fmt.Errorf("-grid: %w", err)
-		}
-		presets := capsnet.Presets()
-		for i, m := range g.Models {
-			if _, ok := presets[m]; !ok {
-				if g.Models[i], err = filepath.Abs(m); err != nil {
-					return fmt.Errorf("-grid %s: model %s: %w", *gridFile, m, err)
-				}
-			}
-		}
+	kinds, err := sweep.ParseRouting(*routing)
+	if err != nil {
+		return cli.Usagef("-routing %w", err)
+	}
+	g, err := planGrid(*preset, *gridFile)
+	if err != nil {
+		return err
+	}
+	given := cli.Given(fs)["routing"]
+	if given || *preset != "" {
+		g.Routing = kinds
 	}
 	tasks, err := sweep.Expand(g)
+	if err != nil && given {
+		return fmt.Errorf("grid %s with -routing %s: %w", g.Name, *routing, err)
+	}
 	if err != nil {
 		return fmt.Errorf("grid %s: %w", g.Name, err)
 	}
@@ -181,6 +184,31 @@ func plan(args []string) error {
 	}
 	fmt.Printf("cost: at most %.3g node-hours (%.3g core-hours, %.3g training images)\n", c.TaskHours, c.CoreHours, c.Images)
 	return nil
+}
+
+// planGrid returns plan's grid: the named grid preset, else the grid file
+// gridFile with its config-file models made absolute.
+func planGrid(preset, gridFile string) (sweep.Grid, error) {
+	if preset != "" {
+		g, ok := sweep.Presets()[preset]
+		if !ok {
+			return g, cli.Usagef("-preset %q: want one of %s", preset, strings.Join(sweep.PresetNames(), ", "))
+		}
+		return g, nil
+	}
+	g, err := sweep.ReadGrid(gridFile)
+	if err != nil {
+		return g, fmt.Errorf("-grid: %w", err)
+	}
+	presets := capsnet.Presets()
+	for i, m := range g.Models {
+		if _, ok := presets[m]; !ok {
+			if g.Models[i], err = filepath.Abs(m); err != nil {
+				return g, fmt.Errorf("-grid %s: model %s: %w", gridFile, m, err)
+			}
+		}
+	}
+	return g, nil
 }
 
 // outPath is the -out of a job file: path, the flag's value or, when

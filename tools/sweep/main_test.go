@@ -110,6 +110,60 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// TestPlanRouting: plan -routing with the four kinds plans the tiny grid
+// with tiny-deep's three twins (8 tasks); a -grid file's routing is
+// replaced by it; a bad list is refused before anything is written (exit
+// 2, one line naming -routing and, for an unknown kind, every kind).
+func TestPlanRouting(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sweep")
+	r := clitest.Run(t, nil, "plan", "-preset", "tiny", "-routing", "rba,uniform,self-attention,self-attention-in", "-out", out, "-img-per-s", "1000")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "8 tasks") {
+		t.Fatalf("plan -routing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	tasks, err := sweep.ReadManifest(filepath.Join(out, sweep.ManifestName))
+	if err != nil || len(tasks) != 8 {
+		t.Fatalf("manifest: %d tasks, %v", len(tasks), err)
+	}
+	for i, want := range []string{"tiny-deep", "tiny-deep", "tiny-deep-uniform", "tiny-deep-uniform", "tiny-deep-self-attention", "tiny-deep-self-attention",
+		"tiny-deep-self-attention-in", "tiny-deep-self-attention-in"} {
+		if tasks[i].Model != want || tasks[i].Model != capsnet.PresetTwin("tiny-deep", tasks[i].Routing) {
+			t.Errorf("task %d: model %s, routing %s; want %s", i, tasks[i].Model, tasks[i].Routing, want)
+		}
+	}
+	grid := filepath.Join(dir, "grid.json")
+	if err := os.WriteFile(grid, []byte(`{"name":"g","models":["tiny-deep"],"routing":["rba","uniform"],"seeds":[1],"data":"embedded","eval":"embedded","k":10,"epochs":1,"batch":8,"threads":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(dir, "sweep2")
+	if r := clitest.Run(t, nil, "plan", "-grid", grid, "-routing", "self-attention,uniform", "-out", out2, "-img-per-s", "1000"); r.Code != 0 {
+		t.Fatalf("plan -grid -routing: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if tasks, err := sweep.ReadManifest(filepath.Join(out2, sweep.ManifestName)); err != nil || len(tasks) != 2 ||
+		tasks[0].Model != "tiny-deep-uniform" || tasks[1].Model != "tiny-deep-self-attention" {
+		t.Errorf("plan -grid -routing self-attention,uniform: %+v, %v; want the grid's routing replaced", tasks, err)
+	}
+	all := strings.Join(capsnet.RoutingNames(), ", ")
+	for _, tc := range []struct{ list, want string }{
+		{"rba,dynamic", `sweep plan: -routing "rba,dynamic": unknown kind "dynamic": want one of ` + all},
+		{"rba,self-attention", `-routing "rba,self-attention": no baseline kind: add uniform`},
+		{"rba,uniform,rba", `-routing "rba,uniform,rba": kind "rba" twice`},
+		{"", `-routing "": no routing kind`},
+	} {
+		bad := filepath.Join(dir, "bad")
+		r := clitest.Run(t, nil, "plan", "-preset", "tiny", "-routing", tc.list, "-out", bad, "-img-per-s", "1000")
+		if r.Code != 2 || !strings.Contains(r.Stderr, tc.want) || strings.Count(r.Stderr, "\n") != 1 {
+			t.Errorf("plan -routing %q: exit %d, stderr %q; want 2 and one line naming %q", tc.list, r.Code, r.Stderr, tc.want)
+		}
+		if _, err := os.Stat(bad); err == nil {
+			t.Errorf("plan -routing %q: -out %s created", tc.list, bad)
+		}
+	}
+	if r := clitest.Run(t, nil, "plan", "-h"); r.Code != 0 || !strings.Contains(r.Stdout, "-routing") || !strings.Contains(r.Stdout, all) {
+		t.Errorf("plan -h: exit %d, stdout %q; want -routing and the kinds", r.Code, r.Stdout)
+	}
+}
+
 // TestRunFromEnv: run takes the index from $SLURM_ARRAY_TASK_ID, writes
 // the result, and a rerun exits 0 at once.
 func TestRunFromEnv(t *testing.T) {

@@ -51,18 +51,52 @@ type Accuracy struct {
 }
 
 // Arch is one architecture of the sweep: its grid coordinates, parameter
-// count (of the RBA model; the uniform one's differs by the priors) and
-// accuracies under RBA and uniform routing.
+// count (of the RBA model; another kind's differs by the priors) and
+// accuracies under each routing kind: RBA (routing by agreement) and
+// Uniform (the baseline), the paper's pair, always; Kinds every kind of
+// Summary.Routing by name, those two included (a consumer of the JSON
+// that knows only "rba" and "uniform" reads them as before).
 type Arch struct {
-	Arch     string   `json:"arch"`
-	Depth    int      `json:"depth"`
-	Capsules int      `json:"capsules"`
-	Dim      int      `json:"dim"`
-	Params   int64    `json:"params"`
-	RBA      Accuracy `json:"rba"`
-	Uniform  Accuracy `json:"uniform"`
+	Arch     string              `json:"arch"`
+	Depth    int                 `json:"depth"`
+	Capsules int                 `json:"capsules"`
+	Dim      int                 `json:"dim"`
+	Params   int64               `json:"params"`
+	RBA      Accuracy            `json:"rba"`
+	Uniform  Accuracy            `json:"uniform"`
+	Kinds    map[string]Accuracy `json:"kinds"`
 	// reports are the analyses of the RBA seeds.
 	reports []analysis.Report
+}
+
+// Of returns the architecture's accuracy under routing kind name: no
+// seeds (NaN figures) when it has none.
+func (a Arch) Of(kind string) Accuracy {
+	if acc, ok := a.Kinds[kind]; ok {
+		return acc
+	}
+	switch kind {
+	case rbaKind():
+		return a.RBA
+	case baselineKind():
+		return a.Uniform
+	}
+	return (&accumulator{}).accuracy()
+}
+
+// rbaKind is the name of routing by agreement: the presets' default kind,
+// the kind of the best models and of Tables 1 and 2.
+func rbaKind() string { return capsnet.DefaultRouting().Name }
+
+// baselineKind is the name of the first baseline kind of
+// capsnet.RoutingKinds (uniform routing): Arch.Uniform.
+func baselineKind() string {
+	for _, k := range capsnet.RoutingKinds {
+		if k.Baseline {
+			return k.Name
+		}
+	}
+	return ""
 }
 
 // Best is a best RBA model (highest mean evaluation accuracy) overall or
@@ -89,6 +123,11 @@ type Summary struct {
 	Missing []Problem `json:"missing"`
 	Failed  []Problem `json:"failed"`
 	Invalid []Problem `json:"invalid"`
+	// Routing are the routing kinds of the tables' columns, in
+	// capsnet.RoutingKinds' order: RBA and uniform always (the paper's
+	// pair), every other kind once a task of it is done (no column of a
+	// kind without results).
+	Routing []string `json:"routing"`
 	// Archs are the architectures in manifest order.
 	Archs []Arch `json:"archs"`
 	// Best are the best RBA models: overall, then per depth (ascending).
@@ -346,14 +385,73 @@ func meanStd(xs []float64) analysis.Value {
 	return analysis.Value{Mean: m, Std: math.Sqrt(v / float64(len(xs)))}
 }
 
+// archAcc gathers one architecture's results: its accuracies per
+// routing kind.
+type archAcc struct {
+	arch Arch
+	acc  map[string]*accumulator
+}
+
+// add counts a done result o of routing kind kind: its accuracies; the
+// parameters and the analysis of an RBA result (the parameters of
+// another kind when no RBA result has them).
+func (a *archAcc) add(kind string, o outcome) {
+	acc := a.acc[kind]
+	if acc == nil {
+		acc = &accumulator{}
+		a.acc[kind] = acc
+	}
+	if kind == rbaKind() {
+		a.arch.Params = o.res.Params
+		if o.report != nil {
+			a.arch.reports = append(a.arch.reports, *o.report)
+		}
+	} else if a.arch.Params == 0 {
+		a.arch.Params = o.res.Params
+	}
+	acc.eval = append(acc.eval, float64(o.res.EvalAcc))
+	acc.val = append(acc.val, float64(o.res.ValAcc))
+	acc.test = append(acc.test, float64(o.res.TestAcc))
+	if o.res.ReachedAcc {
+		acc.reached++
+	}
+}
+
+// result returns the architecture with its accuracies under the kinds.
+func (a *archAcc) result(kinds []string) Arch {
+	out := a.arch
+	of := func(kind string) Accuracy {
+		if acc := a.acc[kind]; acc != nil {
+			return acc.accuracy()
+		}
+		return (&accumulator{}).accuracy()
+	}
+	out.RBA, out.Uniform = of(rbaKind()), of(baselineKind())
+	out.Kinds = make(map[string]Accuracy, len(kinds))
+	for _, k := range kinds {
+		out.Kinds[k] = of(k)
+	}
+	return out
+}
+
+// columnKinds are the routing kinds of the tables: RBA and the baseline
+// always, every other kind of done (a task of it done), in
+// capsnet.RoutingKinds' order.
+func columnKinds(done map[string]bool) []string {
+	var kinds []string
+	for _, k := range capsnet.RoutingKinds {
+		if k.Name == rbaKind() || k.Name == baselineKind() || done[k.Name] {
+			kinds = append(kinds, k.Name)
+		}
+	}
+	return kinds
+}
+
 func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 	s := &Summary{Manifest: manifestPath, Tasks: len(tasks), Eval: tasks[0].Eval}
-	type archAcc struct {
-		arch         Arch
-		rba, uniform accumulator
-	}
 	var order []*archAcc
 	byName := map[string]*archAcc{}
+	done := map[string]bool{}
 	for i, t := range tasks {
 		o := outs[i]
 		p := Problem{Index: t.Index, Model: t.Model, Seed: t.Seed, Result: t.Result, Problem: o.msg}
@@ -371,7 +469,7 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 		}
 		a := byName[name]
 		if a == nil {
-			a = &archAcc{arch: Arch{Arch: name, Depth: t.Depth, Capsules: t.Capsules, Dim: t.Dim}}
+			a = &archAcc{arch: Arch{Arch: name, Depth: t.Depth, Capsules: t.Capsules, Dim: t.Dim}, acc: map[string]*accumulator{}}
 			byName[name] = a
 			order = append(order, a)
 		}
@@ -379,26 +477,12 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 			continue
 		}
 		s.Done++
-		acc := &a.uniform
-		if !capsnet.IsBaselineRouting(t.Routing) {
-			acc = &a.rba
-			a.arch.Params = o.res.Params
-			if o.report != nil {
-				a.arch.reports = append(a.arch.reports, *o.report)
-			}
-		} else if a.arch.Params == 0 {
-			a.arch.Params = o.res.Params
-		}
-		acc.eval = append(acc.eval, float64(o.res.EvalAcc))
-		acc.val = append(acc.val, float64(o.res.ValAcc))
-		acc.test = append(acc.test, float64(o.res.TestAcc))
-		if o.res.ReachedAcc {
-			acc.reached++
-		}
+		done[t.Routing] = true
+		a.add(t.Routing, o)
 	}
+	s.Routing = columnKinds(done)
 	for _, a := range order {
-		a.arch.RBA, a.arch.Uniform = a.rba.accuracy(), a.uniform.accuracy()
-		s.Archs = append(s.Archs, a.arch)
+		s.Archs = append(s.Archs, a.result(s.Routing))
 	}
 	s.Best = bestModels(s.Archs)
 	return s
@@ -415,7 +499,11 @@ func better(a, b *Arch) bool {
 
 // bestModels picks the best RBA architecture overall and per depth (of
 // those with at least one RBA seed done) and summarizes its seeds'
-// analyses.
+// analyses. The best models and Tables 1 and 2 stay RBA's alone, as in
+// the paper, whatever other routing kinds the sweep has: the other kinds'
+// accuracies stand beside each best model (its Arch), their analyses are
+// not summarized (a best model or tables per kind would be another
+// appendix; the result files keep every task's analysis).
 func bestModels(archs []Arch) []Best {
 	var overall *Arch
 	perDepth := map[int]*Arch{}

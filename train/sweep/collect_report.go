@@ -35,7 +35,69 @@ func coord(n int) string {
 	return fmt.Sprint(n)
 }
 
-func seeds(a Arch) string { return fmt.Sprintf("%d/%d", a.RBA.Seeds, a.Uniform.Seeds) }
+// kinds are the routing kinds of the tables' columns: s.Routing, or RBA
+// and uniform when it is empty (a Summary not made by Collect).
+func (s *Summary) kinds() []string {
+	if len(s.Routing) == 0 {
+		return columnKinds(nil)
+	}
+	return s.Routing
+}
+
+// label names a routing kind in the tables' headings: "RBA" for routing
+// by agreement, else the kind's name ("uniform", "self-attention", …).
+func label(kind string) string {
+	if kind == rbaKind() {
+		return "RBA"
+	}
+	return kind
+}
+
+// kindCols returns the accuracy columns of the kinds: for each kind, its
+// heading (label, then the text of suffix for the kind) and its cell of
+// an architecture (f of its accuracy).
+func (s *Summary) kindCols(suffix func(kind string) string, f func(Accuracy) string) (head []string, cell func(Arch) []string) {
+	kinds := s.kinds()
+	for _, k := range kinds {
+		head = append(head, label(k)+suffix(k))
+	}
+	return head, func(a Arch) []string {
+		var cells []string
+		for _, k := range kinds {
+			cells = append(cells, f(a.Of(k)))
+		}
+		return cells
+	}
+}
+
+// seedCol returns the heading of the seeds column ("seeds RBA/uniform/…")
+// and its cell of an architecture: the seeds done of each kind.
+func (s *Summary) seedCol() (string, func(Arch) string) {
+	kinds := s.kinds()
+	labels := make([]string, len(kinds))
+	for i, k := range kinds {
+		labels[i] = label(k)
+	}
+	return "seeds " + strings.Join(labels, "/"), func(a Arch) string {
+		n := make([]string, len(kinds))
+		for i, k := range kinds {
+			n[i] = fmt.Sprint(a.Of(k).Seeds)
+		}
+		return strings.Join(n, "/")
+	}
+}
+
+// accuracyCols returns the accuracy columns of the tables, one per
+// routing kind of s.kinds() on the evaluation set, then one per kind on
+// validation, then the seeds (evalSuffix: what follows the evaluation
+// columns' label for a kind), and the cells of an architecture.
+func (s *Summary) accuracyCols(evalSuffix func(kind string) string) ([]string, func(Arch) []string) {
+	eh, ec := s.kindCols(evalSuffix, func(acc Accuracy) string { return pct(acc.Eval) })
+	vh, vc := s.kindCols(func(string) string { return " val" }, func(acc Accuracy) string { return pct(acc.Val) })
+	sh, sc := s.seedCol()
+	head := append(append(eh, vh...), sh)
+	return head, func(a Arch) []string { return append(append(ec(a), vc(a)...), sc(a)) }
+}
 
 // table is a table's header and rows of cells.
 type table struct {
@@ -68,22 +130,48 @@ func (s *Summary) problemTable() table {
 	return t
 }
 
+// accuracyTable is the accuracy per architecture: one evaluation and one
+// validation column per routing kind of s.kinds().
 func (s *Summary) accuracyTable() table {
-	t := table{head: []string{"architecture", "depth", "capsules", "dim", "parameters", "RBA " + s.evalName(), "uniform " + s.evalName(), "RBA val", "uniform val", "seeds RBA/uniform"}}
+	head, cells := s.accuracyCols(func(string) string { return " " + s.evalName() })
+	t := table{head: append([]string{"architecture", "depth", "capsules", "dim", "parameters"}, head...)}
 	for _, a := range s.Archs {
-		t.rows = append(t.rows, []string{a.Arch, coord(a.Depth), coord(a.Capsules), coord(a.Dim), params(a.Params),
-			pct(a.RBA.Eval), pct(a.Uniform.Eval), pct(a.RBA.Val), pct(a.Uniform.Val), seeds(a)})
+		t.rows = append(t.rows, append([]string{a.Arch, coord(a.Depth), coord(a.Capsules), coord(a.Dim), params(a.Params)}, cells(a)...))
 	}
 	return t
 }
 
+// bestTable is the best RBA models, the other routing kinds of the same
+// architecture beside.
 func (s *Summary) bestTable() table {
-	t := table{head: []string{"best RBA model", "architecture", "parameters", "RBA " + s.evalName(), "uniform " + s.evalName() + " (same architecture)", "RBA val", "uniform val", "seeds RBA/uniform"}}
+	head, cells := s.accuracyCols(func(kind string) string {
+		if kind == rbaKind() {
+			return " " + s.evalName()
+		}
+		return " " + s.evalName() + " (same architecture)"
+	})
+	t := table{head: append([]string{"best RBA model", "architecture", "parameters"}, head...)}
 	for _, b := range s.Best {
 		a := b.Arch
-		t.rows = append(t.rows, []string{b.Scope, a.Arch, params(a.Params), pct(a.RBA.Eval), pct(a.Uniform.Eval), pct(a.RBA.Val), pct(a.Uniform.Val), seeds(a)})
+		t.rows = append(t.rows, append([]string{b.Scope, a.Arch, params(a.Params)}, cells(a)...))
 	}
 	return t
+}
+
+// othersNote says, after "the uniform-routing model of the same
+// architecture beside it", which other routing kinds' models are beside
+// it too ("" when none).
+func (s *Summary) othersNote() string {
+	var others []string
+	for _, k := range s.kinds() {
+		if k != rbaKind() && k != baselineKind() {
+			others = append(others, k)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return " (and its " + strings.Join(others, ", ") + " models)"
 }
 
 func params(n int64) string {
@@ -105,7 +193,7 @@ func (s *Summary) Counts() string {
 	return fmt.Sprintf("%d tasks: %d done, %d failed, %d missing, %d invalid.", s.Tasks, s.Done, len(s.Failed), len(s.Missing), len(s.Invalid))
 }
 
-const accuracyNote = "Accuracy in %%, mean ± population std over the seeds done; evaluation set %s (the analysis' set), validation the held-out training images the target stops on. Parameters of the RBA model."
+const accuracyNote = "Accuracy in %%, mean ± population std over the seeds done; evaluation set %s (the analysis' set), validation the held-out training images the target stops on; one column per routing kind with results (RBA and uniform always). Parameters of the RBA model."
 
 // mdCell escapes a Markdown table cell.
 func mdCell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
@@ -134,8 +222,9 @@ func writeMDTable(b *strings.Builder, t table) {
 }
 
 // WriteMarkdown writes the summary's appendix tables as Markdown: the
-// tasks not counted, the accuracy per architecture, the best models with
-// their uniform baselines, and Tables 1 and 2 of each best model.
+// tasks not counted, the accuracy per architecture (a column per routing
+// kind of s.kinds()), the best RBA models with their uniform baselines
+// and the sweep's other kinds, and Tables 1 and 2 of each best model.
 func (s *Summary) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sweep results: %s\n\n%s\n", mdCell(s.Manifest), s.Counts())
@@ -145,7 +234,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("\n## Accuracy per architecture\n\n" + fmt.Sprintf(accuracyNote, s.evalName()) + "\n\n")
 	writeMDTable(&b, s.accuracyTable())
-	b.WriteString("\n## Best models\n\nBest RBA model (highest mean " + s.evalName() + " accuracy) overall and per depth, the uniform-routing model of the same architecture beside it.\n\n")
+	b.WriteString("\n## Best models\n\nBest RBA model (highest mean " + s.evalName() + " accuracy) overall and per depth, the uniform-routing model of the same architecture beside it" + s.othersNote() + ".\n\n")
 	if len(s.Best) == 0 {
 		b.WriteString("No RBA task is done yet.\n")
 	} else {
@@ -218,7 +307,7 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 	if len(s.Best) == 0 {
 		b.WriteString("<p>No RBA task is done yet.</p>\n")
 	} else {
-		figure.WriteTable(&b, s.bestTable().html("Best RBA models, the uniform baseline of the same architecture beside"))
+		figure.WriteTable(&b, s.bestTable().html("Best RBA models, the uniform baseline of the same architecture beside"+s.othersNote()))
 	}
 	for _, best := range s.Best {
 		fmt.Fprintf(&b, "<h2>Tables 1 and 2 of the best model %s: %s</h2>\n", figure.Esc(best.Scope), figure.Esc(best.Arch.Arch))
@@ -242,15 +331,26 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 	return err
 }
 
-// heatmaps returns the figures of the grid architectures (those with a
-// depth, capsule count and dimension), or a note when there are none.
-func (s *Summary) heatmaps() (string, error) {
+// heatmapAxes are the axes of the heatmaps: the depths (rows) and the
+// (capsules, dim) pairs (columns) of the grid architectures, sorted, with
+// the tick labels, and grid, which lays a figure of each grid
+// architecture out on them (NaN where there is none).
+type heatmapAxes struct {
+	rows, cols int
+	yl, xl     figure.LabelTicks
+	grid       func(f func(Arch) float64) figure.Grid
+}
+
+// heatmapAxes returns the axes of s's grid architectures (those with a
+// depth, capsule count and dimension); ok is false when there are none.
+func (s *Summary) heatmapAxes() (ax heatmapAxes, ok bool) {
 	type cd struct{ n, d int }
 	depthIdx, colIdx := map[int]int{}, map[cd]int{}
 	var depths []int
 	var cols []cd
+	isGrid := func(a Arch) bool { return a.Depth != 0 && a.Capsules != 0 && a.Dim != 0 }
 	for _, a := range s.Archs {
-		if a.Depth == 0 || a.Capsules == 0 || a.Dim == 0 {
+		if !isGrid(a) {
 			continue
 		}
 		if _, ok := depthIdx[a.Depth]; !ok {
@@ -263,49 +363,90 @@ func (s *Summary) heatmaps() (string, error) {
 		}
 	}
 	if len(depths) == 0 {
-		return "<p class=\"note\">No grid architecture (depth × capsules × dimension): no heatmap.</p>\n", nil
+		return ax, false
 	}
 	sort.Ints(depths)
 	sort.Slice(cols, func(i, j int) bool { return cols[i].n < cols[j].n || cols[i].n == cols[j].n && cols[i].d < cols[j].d })
-	yl, xl := make(figure.LabelTicks, len(depths)), make(figure.LabelTicks, len(cols))
+	ax = heatmapAxes{rows: len(depths), cols: len(cols), yl: make(figure.LabelTicks, len(depths)), xl: make(figure.LabelTicks, len(cols))}
 	for i, d := range depths {
-		depthIdx[d], yl[i] = i, fmt.Sprint(d)
+		depthIdx[d], ax.yl[i] = i, fmt.Sprint(d)
 	}
 	for i, c := range cols {
-		colIdx[c], xl[i] = i, fmt.Sprintf("%d×%d", c.n, c.d)
+		colIdx[c], ax.xl[i] = i, fmt.Sprintf("%d×%d", c.n, c.d)
 	}
-	grid := func(f func(Arch) float64) figure.Grid {
+	ax.grid = func(f func(Arch) float64) figure.Grid {
 		g := figure.NewGrid(len(depths), len(cols))
 		for i := range g.Values {
 			g.Values[i] = math.NaN()
 		}
 		for _, a := range s.Archs {
-			if a.Depth == 0 || a.Capsules == 0 || a.Dim == 0 {
-				continue
+			if isGrid(a) {
+				g.Set(depthIdx[a.Depth], colIdx[cd{a.Capsules, a.Dim}], f(a))
 			}
-			g.Set(depthIdx[a.Depth], colIdx[cd{a.Capsules, a.Dim}], f(a))
 		}
 		return g
 	}
-	rba := grid(func(a Arch) float64 { return 100 * a.RBA.Eval.Mean })
-	uni := grid(func(a Arch) float64 { return 100 * a.Uniform.Eval.Mean })
-	diff := grid(func(a Arch) float64 { return 100 * (a.RBA.Eval.Mean - a.Uniform.Eval.Mean) })
-	lo, hi := figure.ZRange(append(append([]float64(nil), rba.Values...), uni.Values...))
-	dlo, dhi := figure.ZRange(diff.Values)
+	return ax, true
+}
+
+// heatmap is one figure of heatmaps.
+type heatmap struct {
+	title  string
+	g      figure.Grid
+	lo, hi float64
+	div    bool
+}
+
+// heatmaps returns the figures of the grid architectures, or a note when
+// there are none: the mean evaluation accuracy of RBA and uniform
+// routing and their difference, then of every other routing kind of
+// s.kinds() and its difference to uniform; the accuracies share one
+// colour scale, the differences another.
+func (s *Summary) heatmaps() (string, error) {
+	ax, ok := s.heatmapAxes()
+	if !ok {
+		return "<p class=\"note\">No grid architecture (depth × capsules × dimension): no heatmap.</p>\n", nil
+	}
+	base := baselineKind()
+	acc, diff := map[string]heatmap{}, map[string]heatmap{}
+	var all, allDiff []float64
+	for _, k := range s.kinds() {
+		title := strings.ToUpper(label(k)[:1]) + label(k)[1:]
+		acc[k] = heatmap{title: title + ": " + s.evalName() + " accuracy (%)", g: ax.grid(func(a Arch) float64 { return 100 * a.Of(k).Eval.Mean })}
+		all = append(all, acc[k].g.Values...)
+		if k != base {
+			diff[k] = heatmap{title: label(k) + " − " + base + " (percentage points)", div: true,
+				g: ax.grid(func(a Arch) float64 { return 100 * (a.Of(k).Eval.Mean - a.Of(base).Eval.Mean) })}
+			allDiff = append(allDiff, diff[k].g.Values...)
+		}
+	}
+	lo, hi := figure.ZRange(all)
+	dlo, dhi := figure.ZRange(allDiff)
 	dm := math.Max(math.Abs(dlo), math.Abs(dhi))
+	// RBA, uniform and RBA − uniform first, as in the paper; then each
+	// other kind and its difference to uniform.
+	var figs []heatmap
+	add := func(m map[string]heatmap, k string) {
+		if f, ok := m[k]; ok {
+			if f.lo, f.hi = lo, hi; f.div {
+				f.lo, f.hi = -dm, dm
+			}
+			figs = append(figs, f)
+		}
+	}
+	add(acc, rbaKind())
+	add(acc, base)
+	add(diff, rbaKind())
+	for _, k := range s.kinds() {
+		if k != rbaKind() && k != base {
+			add(acc, k)
+			add(diff, k)
+		}
+	}
 	var b strings.Builder
-	for _, f := range []struct {
-		title  string
-		g      figure.Grid
-		lo, hi float64
-		div    bool
-	}{
-		{"RBA: " + s.evalName() + " accuracy (%)", rba, lo, hi, false},
-		{"Uniform: " + s.evalName() + " accuracy (%)", uni, lo, hi, false},
-		{"RBA − uniform (percentage points)", diff, -dm, dm, true},
-	} {
+	for _, f := range figs {
 		svg, err := figure.Heatmap{Title: f.title, XLabel: "capsules × dimension", YLabel: "routing layers", Grid: f.g, Min: f.lo, Max: f.hi,
-			Width: vg.Length(max(360, 40*len(cols)+140)), Height: vg.Length(max(220, 28*len(depths)+120)), XTicks: xl, YTicks: yl, Diverging: f.div}.SVG()
+			Width: vg.Length(max(360, 40*ax.cols+140)), Height: vg.Length(max(220, 28*ax.rows+120)), XTicks: ax.xl, YTicks: ax.yl, Diverging: f.div}.SVG()
 		if err != nil {
 			return "", fmt.Errorf("heatmap %s: %w", f.title, err)
 		}

@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
 )
 
@@ -70,14 +72,17 @@ func writeResultAt(t testing.TB, path string, r Result) {
 // gridTasks are archs × {rba, uniform} × seeds tasks, arch (depth,
 // capsules) with dim 4.
 func gridTasks(archs [][2]int, seeds int) []Task {
+	return gridTasksKinds(archs, seeds, []string{"rba", "uniform"})
+}
+
+// gridTasksKinds are archs × kinds × seeds tasks, arch (depth, capsules)
+// with dim 4, the models the kinds' twins of deep-ARCH-r3.
+func gridTasksKinds(archs [][2]int, seeds int, kinds []string) []Task {
 	var ts []Task
 	for _, a := range archs {
 		arch := fmt.Sprintf("n%d-d4-L%d", a[1], a[0])
-		for _, routing := range []string{"rba", "uniform"} {
-			model := "deep-" + arch + "-r3"
-			if routing == "uniform" {
-				model += "-uniform"
-			}
+		for _, routing := range kinds {
+			model := capsnet.PresetTwin("deep-"+arch+"-r3", routing)
 			for s := 1; s <= seeds; s++ {
 				i := len(ts)
 				ts = append(ts, Task{Index: i, Model: model, Arch: arch, Routing: routing, Depth: a[0], Capsules: a[1], Dim: 4, Seed: uint64(s),
@@ -263,6 +268,148 @@ func checkCollectOutputs(t *testing.T, dir string, s *Summary) {
 	}
 	if b, _ := os.ReadFile(files[0]); !bytes.Equal(b, md.Bytes()) {
 		t.Errorf("WriteFiles' Markdown differs from WriteMarkdown's")
+	}
+}
+
+// kindAcc are the evaluation accuracies of TestCollectKinds' kinds by
+// seed: self-attention beats RBA, so that counting it as RBA shows.
+var kindAcc = map[string][2]float64{"rba": {0.90, 0.92}, "uniform": {0.80, 0.80}, "self-attention": {0.96, 0.98}, "self-attention-in": {0.85, 0.87}}
+
+// writeKindsGrid writes under dir a manifest of 2 architectures × kinds ×
+// 2 seeds and the results of the tasks of the kinds done (accuracies
+// kindAcc, parameters 1000 for RBA and 999 for the others, analyses with
+// dyr 0.1 for RBA and 0.7 for the others), and returns its path.
+func writeKindsGrid(t *testing.T, dir string, kinds, done []string) string {
+	t.Helper()
+	tasks := gridTasksKinds([][2]int{{1, 4}, {2, 4}}, 2, kinds)
+	mp := writeManifest(t, dir, tasks)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, task := range tasks {
+		if !slices.Contains(done, task.Routing) {
+			continue
+		}
+		a := kindAcc[task.Routing][task.Seed-1]
+		params, dyr := int64(999), 0.7
+		if task.Routing == "rba" {
+			params, dyr = 1000, 0.1
+		}
+		writeResult(t, dir, Result{Task: task, Status: "done", Params: params, Epochs: 3, ReachedAcc: a > 0.9, ValAcc: a + 0.01, TestAcc: a, EvalAcc: a,
+			Analysis: synthReport(task.Depth+1, task.Capsules, 50, dyr, rng)})
+	}
+	return mp
+}
+
+// TestCollectKinds: collect puts one column per routing kind with results
+// beside RBA and uniform: 4 kinds give 4 evaluation and 4 validation
+// columns (the JSON's kinds, 4 accuracy heatmaps and 3 differences), 2
+// kinds the paper's 2 and nothing of the others; a kind without a result
+// done has no column. Another kind's results never count as RBA's.
+func TestCollectKinds(t *testing.T) {
+	all := []string{"rba", "uniform", "self-attention", "self-attention-in"}
+	for _, tc := range []struct {
+		name        string
+		kinds, done []string
+		head        string
+		svgs        int
+	}{
+		{"4 kinds", all, all, "| architecture | depth | capsules | dim | parameters | RBA affnist | uniform affnist | self-attention affnist | self-attention-in affnist | " +
+			"RBA val | uniform val | self-attention val | self-attention-in val | seeds RBA/uniform/self-attention/self-attention-in |", 7},
+		{"2 kinds", all[:2], all[:2], "| architecture | depth | capsules | dim | parameters | RBA affnist | uniform affnist | RBA val | uniform val | seeds RBA/uniform |", 3},
+		{"4 kinds, self-attention-in not done", all, all[:3], "| architecture | depth | capsules | dim | parameters | RBA affnist | uniform affnist | self-attention affnist | " +
+			"RBA val | uniform val | self-attention val | seeds RBA/uniform/self-attention |", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Collect(writeKindsGrid(t, dir, tc.kinds, tc.done))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.Routing, tc.done) {
+				t.Errorf("routing %q, want %q", s.Routing, tc.done)
+			}
+			checkKindsArch(t, s.Archs[0], tc.done)
+			if len(s.Best) != 3 || s.Best[0].Arch.Arch != "n4-d4-L1" || s.Best[0].Tables == nil || !near(s.Best[0].Tables.Table1[0].DYR.Mean, 0.1) {
+				t.Errorf("best RBA models %+v: want n4-d4-L1 overall (a tie: the first), with the RBA seeds' tables (dyr 0.1)", s.Best)
+			}
+			checkKindsOutputs(t, s, tc.head, tc.done, tc.svgs)
+		})
+	}
+}
+
+// checkKindsArch checks the accuracies of the first architecture of
+// TestCollectKinds' grid under the kinds done.
+func checkKindsArch(t *testing.T, a Arch, done []string) {
+	t.Helper()
+	if a.Params != 1000 || a.RBA.Seeds != 2 || !near(a.RBA.Eval.Mean, 0.91) || a.Uniform.Seeds != 2 || !near(a.Uniform.Eval.Mean, 0.80) {
+		t.Errorf("arch %s: params %d, RBA %+v, uniform %+v; want 1000, 2 seeds at 91%% and 80%%", a.Arch, a.Params, a.RBA, a.Uniform)
+	}
+	if len(a.Kinds) != len(done) {
+		t.Errorf("arch %s: kinds %v, want %q", a.Arch, a.Kinds, done)
+	}
+	for _, k := range done {
+		acc := kindAcc[k]
+		if got := a.Kinds[k]; got.Seeds != 2 || !near(got.Eval.Mean, (acc[0]+acc[1])/2) || !near(got.Val.Mean, (acc[0]+acc[1])/2+0.01) {
+			t.Errorf("arch %s, kind %s: %+v, want 2 seeds at %v", a.Arch, k, got, acc)
+		}
+	}
+}
+
+// checkKindsOutputs checks the Markdown, JSON and HTML of a Summary of
+// TestCollectKinds: the accuracy table's heading head (and as many cells
+// in each row), the best models' columns, the JSON's kinds and the
+// heatmaps.
+func checkKindsOutputs(t *testing.T, s *Summary, head string, done []string, svgs int) {
+	t.Helper()
+	var md bytes.Buffer
+	if err := s.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "\n"+head+"\n") {
+		t.Errorf("Markdown lacks the heading %q:\n%s", head, md.String())
+	}
+	cols := 5 + 2*len(done) + 1
+	for _, line := range strings.Split(md.String(), "\n") {
+		if strings.HasPrefix(line, "| n4-d4-L") && strings.Count(line, " | ")+1 != cols {
+			t.Errorf("row %q: want %d cells", line, cols)
+		}
+	}
+	bestHead := "| best RBA model | architecture | parameters | RBA affnist | uniform affnist (same architecture) |"
+	for _, k := range done[2:] {
+		bestHead += " " + k + " affnist (same architecture) |"
+	}
+	if !strings.Contains(md.String(), "\n"+bestHead+" RBA val |") {
+		t.Errorf("Markdown lacks the best models' heading %q:\n%s", bestHead, md.String())
+	}
+	if !strings.Contains(md.String(), "| overall | n4-d4-L1 | 1000 | 91.00 ± 1.00 | 80.00 |") {
+		t.Errorf("Markdown: the best model's row is not RBA's beside uniform:\n%s", md.String())
+	}
+	var js bytes.Buffer
+	if err := s.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Routing []string
+		Archs   []struct {
+			RBA, Uniform struct{ Seeds int }
+			Kinds        map[string]struct{ Seeds int }
+		}
+	}
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || !slices.Equal(back.Routing, done) || len(back.Archs) != 2 ||
+		back.Archs[0].RBA.Seeds != 2 || back.Archs[0].Uniform.Seeds != 2 || len(back.Archs[0].Kinds) != len(done) || back.Archs[0].Kinds[done[len(done)-1]].Seeds != 2 {
+		t.Errorf("JSON (%v): %+v", err, back)
+	}
+	var page bytes.Buffer
+	if err := s.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	h := page.String()
+	if n := strings.Count(h, "<svg"); n != svgs {
+		t.Errorf("HTML: %d heatmaps, want %d", n, svgs)
+	}
+	for _, k := range []string{"self-attention", "self-attention-in"} {
+		if th := "<th>" + k + " affnist</th>"; strings.Contains(h, th) != slices.Contains(done, k) {
+			t.Errorf("HTML: heading %s present %v, want %v", th, !slices.Contains(done, k), slices.Contains(done, k))
+		}
 	}
 }
 

@@ -33,8 +33,10 @@ type Grid struct {
 	Depths   []int `json:"depths,omitempty"`
 	Capsules []int `json:"capsules,omitempty"`
 	Dims     []int `json:"dims,omitempty"`
-	// Routing kinds, names of capsnet.RoutingKinds ("rba", "uniform";
-	// empty with Models: each model as it is).
+	// Routing kinds, names of capsnet.RoutingKinds ("rba", "uniform",
+	// "self-attention", "self-attention-in"), each at most once; empty
+	// with Models: each model as it is. The named grids have
+	// PaperRouting; tools/sweep's -routing sets it (ParseRouting).
 	Routing []string `json:"routing,omitempty"`
 	Seeds   []uint64 `json:"seeds"`
 	// Data, Eval, K, Target, Epochs, Batch, Threads: as in Task.
@@ -61,7 +63,9 @@ const (
 //
 //   - "paper": the paper's architecture grid, 96 architectures (routing
 //     layers 1–8 × 16/32/64 capsules × dimension 8/16/32/64) × routing by
-//     agreement and uniform routing × seeds 1–3 = 576 tasks, trained on
+//     agreement and uniform routing (PaperRouting; the other kinds of
+//     capsnet.RoutingKinds only when asked for, tools/sweep's -routing) ×
+//     seeds 1–3 = 576 tasks, trained on
 //     MNIST (40×40 canvas) to 99.20% validation accuracy (at most 60
 //     epochs of 512, 2 threads each) and analysed on 10,000 AffNIST
 //     images;
@@ -72,13 +76,69 @@ const (
 //     images, 1 thread: the CI sweep.
 func Presets() map[string]Grid {
 	paper := Grid{Name: "paper", Depths: []int{1, 2, 3, 4, 5, 6, 7, 8}, Capsules: []int{16, 32, 64}, Dims: []int{8, 16, 32, 64},
-		Routing: capsnet.RoutingNames(), Seeds: []uint64{1, 2, 3},
+		Routing: PaperRouting(), Seeds: []uint64{1, 2, 3},
 		Data: "mnist", Eval: "affnist", K: 10000, Target: 0.992, Epochs: 60, Batch: 512, Threads: 2}
 	small := paper
 	small.Name, small.Capsules, small.Dims, small.Seeds = "paper-small", []int{16}, []int{8}, []uint64{1}
-	tiny := Grid{Name: "tiny", Models: []string{"tiny-deep"}, Routing: capsnet.RoutingNames(), Seeds: []uint64{1, 2},
+	tiny := Grid{Name: "tiny", Models: []string{"tiny-deep"}, Routing: PaperRouting(), Seeds: []uint64{1, 2},
 		Data: "embedded", Eval: "embedded", K: 200, Target: 0, Epochs: 2, Batch: 64, Threads: 1}
 	return map[string]Grid{"paper": paper, "paper-small": small, "tiny": tiny}
+}
+
+// PaperRouting returns the routing kinds of the paper's experiment, those
+// of the named grids and tools/sweep's default: the presets' default kind
+// (routing by agreement, "rba") and the baseline kind (uniform routing,
+// "uniform"), in capsnet.RoutingKinds' order. A kind added to the table
+// joins a grid only when asked for (Grid.Routing, ParseRouting).
+func PaperRouting() []string {
+	var kinds []string
+	for _, k := range capsnet.RoutingKinds {
+		if k.Name == capsnet.DefaultRouting().Name || k.Baseline {
+			kinds = append(kinds, k.Name)
+		}
+	}
+	return kinds
+}
+
+// ParseRouting parses list, a comma-separated list of routing kinds
+// (names of capsnet.RoutingKinds; spaces around a name are ignored), for
+// Grid.Routing: every name known, none twice, and the baseline kind
+// (uniform routing) among them, the kind Collect compares every other
+// with. The kinds are returned in capsnet.RoutingKinds' order whatever
+// the list's, so that the same kinds always give the same manifest. Its
+// errors quote the list, then say what is wrong with it in one line.
+func ParseRouting(list string) ([]string, error) {
+	names := strings.Join(capsnet.RoutingNames(), ", ")
+	if strings.TrimSpace(list) == "" {
+		return nil, fmt.Errorf("%q: no routing kind: want a comma-separated list of %s", trunc(list), names)
+	}
+	given := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		_, err := capsnet.LookupRouting(name)
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("%q: an empty kind name: want a comma-separated list of %s", trunc(list), names)
+		case err != nil:
+			return nil, fmt.Errorf("%q: unknown kind %q: want one of %s", trunc(list), trunc(name), names)
+		case given[name]:
+			return nil, fmt.Errorf("%q: kind %q twice", trunc(list), trunc(name))
+		}
+		given[name] = true
+	}
+	var kinds, baselines []string
+	for _, k := range capsnet.RoutingKinds {
+		if given[k.Name] {
+			kinds = append(kinds, k.Name)
+		}
+		if k.Baseline {
+			baselines = append(baselines, k.Name)
+		}
+	}
+	if !slices.ContainsFunc(kinds, capsnet.IsBaselineRouting) {
+		return nil, fmt.Errorf("%q: no baseline kind: add %s (the sweep's tables compare every kind with it)", trunc(list), strings.Join(baselines, " or "))
+	}
+	return kinds, nil
 }
 
 // PresetNames lists Presets' names, sorted.
@@ -133,9 +193,12 @@ func (g Grid) Validate() error {
 			}
 		}
 	}
-	for _, r := range g.Routing {
+	for i, r := range g.Routing {
 		if _, err := capsnet.LookupRouting(r); err != nil {
 			return fmt.Errorf("routing: %q: want one of %s", r, strings.Join(capsnet.RoutingNames(), ", "))
+		}
+		if slices.Contains(g.Routing[:i], r) {
+			return fmt.Errorf("routing: %q twice", r)
 		}
 	}
 	n := float64(max(len(g.Models), 1)) * float64(max(len(g.Depths), 1)*max(len(g.Capsules), 1)) * float64(max(len(g.Dims), 1)) *

@@ -75,6 +75,79 @@ func TestExpandTiny(t *testing.T) {
 	}
 }
 
+// TestExpandRouting: the tiny grid with all four routing kinds (in any
+// order) is tiny-deep and its three twins × 2 seeds, in the kinds' table
+// order; the paper's grid with them has 96 × 4 × 3 tasks, each model a
+// preset of its kind.
+func TestExpandRouting(t *testing.T) {
+	if got := PaperRouting(); !reflect.DeepEqual(got, []string{"rba", "uniform"}) {
+		t.Errorf("PaperRouting() = %q, want rba, uniform", got)
+	}
+	for _, list := range []string{"rba,uniform,self-attention,self-attention-in", "self-attention-in, uniform,self-attention ,rba"} {
+		kinds, err := ParseRouting(list)
+		if err != nil {
+			t.Fatalf("ParseRouting(%q): %v", list, err)
+		}
+		g := Presets()["tiny"]
+		g.Routing = kinds
+		tasks, err := Expand(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tk := range tasks {
+			got = append(got, fmt.Sprintf("%s/%s/%d %s", tk.Model, tk.Routing, tk.Seed, tk.Dir))
+		}
+		want := []string{"tiny-deep/rba/1 runs/00000-tiny-deep-rba-s1", "tiny-deep/rba/2 runs/00001-tiny-deep-rba-s2",
+			"tiny-deep-uniform/uniform/1 runs/00002-tiny-deep-uniform-s1", "tiny-deep-uniform/uniform/2 runs/00003-tiny-deep-uniform-s2",
+			"tiny-deep-self-attention/self-attention/1 runs/00004-tiny-deep-self-attention-s1", "tiny-deep-self-attention/self-attention/2 runs/00005-tiny-deep-self-attention-s2",
+			"tiny-deep-self-attention-in/self-attention-in/1 runs/00006-tiny-deep-self-attention-in-s1", "tiny-deep-self-attention-in/self-attention-in/2 runs/00007-tiny-deep-self-attention-in-s2"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("-routing %q: tiny tasks %q, want %q", list, got, want)
+		}
+	}
+	g := Presets()["paper"]
+	g.Routing = capsnet.RoutingNames()
+	tasks, err := Expand(g)
+	if err != nil || len(tasks) != 96*4*3 {
+		t.Fatalf("paper grid with 4 kinds: %d tasks, %v; want %d", len(tasks), err, 96*4*3)
+	}
+	presets := capsnet.Presets()
+	for _, tk := range tasks {
+		c, ok := presets[tk.Model]
+		if !ok || c.Caps[0].Routing != tk.Routing || tk.Model != capsnet.PresetTwin("deep-"+tk.Arch, tk.Routing) {
+			t.Fatalf("task %d: model %s is not the %s preset of %s", tk.Index, tk.Model, tk.Routing, tk.Arch)
+		}
+	}
+}
+
+// TestParseRouting: a list of routing kinds with an unknown, empty or
+// repeated name, or without the baseline, is refused with one line
+// quoting the list and saying why (an unknown name: listing the kinds).
+func TestParseRouting(t *testing.T) {
+	all := strings.Join(capsnet.RoutingNames(), ", ")
+	for _, tc := range []struct{ list, want string }{
+		{"rba,dynamic", `"rba,dynamic": unknown kind "dynamic": want one of ` + all},
+		{"RBA,uniform", `unknown kind "RBA"`},
+		{"", "no routing kind: want a comma-separated list of " + all},
+		{" ", "no routing kind"},
+		{"rba,,uniform", "an empty kind name"},
+		{"rba,uniform,", "an empty kind name"},
+		{"rba,uniform,rba", `kind "rba" twice`},
+		{"rba,self-attention", `"rba,self-attention": no baseline kind: add uniform`},
+		{"rba", "no baseline kind"},
+		{strings.Repeat("x", 200), "unknown kind"},
+	} {
+		kinds, err := ParseRouting(tc.list)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || len(err.Error()) > 400 {
+			t.Errorf("ParseRouting(%q) = %q, %v; want one line with %q", tc.list, kinds, err, tc.want)
+		}
+	}
+	if kinds, err := ParseRouting("uniform"); err != nil || !reflect.DeepEqual(kinds, []string{"uniform"}) {
+		t.Errorf("ParseRouting(uniform) = %q, %v", kinds, err)
+	}
+}
+
 // TestGridErrors: bad grids are refused naming the field.
 func TestGridErrors(t *testing.T) {
 	base := Presets()["tiny"]
@@ -86,6 +159,7 @@ func TestGridErrors(t *testing.T) {
 		{func(g *Grid) { g.Depths = []int{1} }, "models and depths"},
 		{func(g *Grid) { g.Models = nil }, "no models"},
 		{func(g *Grid) { g.Routing = []string{"dynamic"} }, "routing"},
+		{func(g *Grid) { g.Routing = []string{"rba", "uniform", "rba"} }, `routing: "rba" twice`},
 		{func(g *Grid) { g.Data = "imagenet" }, "data"},
 		{func(g *Grid) { g.Eval = "x" }, "eval"},
 		{func(g *Grid) { g.Epochs = 0 }, "epochs"},

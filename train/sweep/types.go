@@ -13,9 +13,10 @@ type Task struct {
 	// of a JSON config file (relative to the manifest's directory).
 	Model string `json:"model"`
 	// Arch names the architecture without the routing kind and seed (e.g.
-	// "n16-d8-L4"), the key of Collect's accuracy tables; Routing is "rba"
-	// or "uniform"; Depth, Capsules and Dim are the grid coordinates (0 when
-	// the model is not from a grid axis).
+	// "n16-d8-L4"), the key of Collect's accuracy tables; Routing is the
+	// name of its capsnet.RoutingKinds entry ("rba", "uniform",
+	// "self-attention", …); Depth, Capsules and Dim are the grid
+	// coordinates (0 when the model is not from a grid axis).
 	Arch     string `json:"arch"`
 	Routing  string `json:"routing"`
 	Depth    int    `json:"depth,omitempty"`
