@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,6 +118,39 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil || m.ImgPerSec <= 0 || m.Kernels != kernels.Impl() {
 			t.Errorf("metrics line %q: %v", l, err)
 		}
+	}
+}
+
+// TestRunReproducibleAttention: with self-attention routing too, two runs
+// with the same seed and threads give bitwise identical parameters, and a
+// run with another seed does not (so that the comparison can fail).
+func TestRunReproducibleAttention(t *testing.T) {
+	for _, model := range []string{"tiny-deep-self-attention", "tiny-deep-self-attention-in"} {
+		t.Run(model, func(t *testing.T) {
+			base := t.TempDir()
+			run := func(dir string, seed uint64) map[string]safetensors.Tensor {
+				o := tinyOptions(t, filepath.Join(base, dir))
+				o.Model, o.Epochs, o.Seed = capsnet.Presets()[model], 1, seed
+				if _, err := Run(context.Background(), o); err != nil {
+					t.Fatal(err)
+				}
+				return paramsOf(t, filepath.Join(base, dir))
+			}
+			a, b, c := run("a", 3), run("b", 3), run("c", 4)
+			if k, ok := sameTensors(a, b); !ok {
+				t.Fatalf("two runs with the same seed differ in %s", k)
+			}
+			if _, ok := sameTensors(a, c); ok {
+				t.Fatal("runs with seeds 3 and 4 are identical")
+			}
+			bias, ok := a["caps.0.b"]
+			if !ok {
+				t.Fatal("checkpoint without caps.0.b, the attention's bias")
+			}
+			if !slices.ContainsFunc(bias.Data, func(v float32) bool { return v != 0 }) {
+				t.Error("caps.0.b, zero at the start, was not trained")
+			}
+		})
 	}
 }
 
