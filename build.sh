@@ -166,8 +166,8 @@ cmd_test() {
 			say "go test under qemu-aarch64-static (GOARCH=arm64: neon and noasm)"
 			# under qemu the tools' end-to-end tests run 20-30x slower than native (tools/train: 6 min
 			# here): room beyond the default 10 min per package for a slower CI machine
-			GOARCH=arm64 go test -count=1 -timeout 30m -exec qemu-aarch64-static ./...
-			GOARCH=arm64 go test -count=1 -tags noasm -exec qemu-aarch64-static ./kernels/
+			CAPSTAN_QEMU=1 GOARCH=arm64 go test -count=1 -timeout 30m -exec qemu-aarch64-static ./...
+			CAPSTAN_QEMU=1 GOARCH=arm64 go test -count=1 -tags noasm -exec qemu-aarch64-static ./kernels/
 			say "int8 kernels under qemu: default CPU (SDOT) and QEMU_CPU=cortex-a72 (no dot product: SMULL)"
 			for cpu in max cortex-a72; do
 				QEMU_CPU=$cpu GOARCH=arm64 go test -count=1 -exec qemu-aarch64-static -run I8 -v ./asm/ ./kernels/ |

@@ -188,6 +188,15 @@ func TestKillAnywhereResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault injection runs ~100 child trainers (-short)")
 	}
+	if os.Getenv("CAPSTAN_QEMU") != "" {
+		// ./build.sh sets CAPSTAN_QEMU for its runs under qemu-user, where a
+		// child forked by a multithreaded parent can deadlock in the
+		// emulator before its exec (seen on 2026-11-27 with two trainings
+		// beside the tests: the child stuck at 0 s of CPU for 17 minutes,
+		// until the 30-minute timeout). The harness tests file-system
+		// logic, the same on every GOARCH; it runs natively.
+		t.Skip("fault injection re-executes the test binary ~40 times: not under qemu-user (CAPSTAN_QEMU)")
+	}
 	base := t.TempDir()
 	ref := filepath.Join(base, "ref")
 	points, killed := runChild(t, ref, 0)
