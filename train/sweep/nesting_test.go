@@ -30,7 +30,8 @@ func within(t *testing.T, limit time.Duration, f func()) time.Duration {
 
 // TestResultNesting: 8 MB results of malformed or deep nesting (repeated
 // "[" and the skipped keys' arrays opened and never closed) are invalid
-// in Collect and errors of ReadResult, each in well under a second.
+// in Collect and errors of ReadResult, each in linear time (well under a
+// second natively).
 func TestResultNesting(t *testing.T) {
 	dir := t.TempDir()
 	tasks := gridTasks([][2]int{{1, 4}}, 2)[:4]
@@ -48,10 +49,13 @@ func TestResultNesting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The guard against a scan that is quadratic in the nesting is the
+	// 5-second limit of within: quadratic on 8 MB is of order 10^13 steps,
+	// hours. A tighter absolute bound (1 s, as before) measured the machine
+	// instead: under qemu-user beside two trainings one body took 1.07 s.
 	for i, b := range bodies {
-		if d := within(t, 5*time.Second, func() { stripArrays(nil, []byte(b)) }); d > time.Second {
-			t.Errorf("stripArrays of body %d: %v", i, d)
-		}
+		d := within(t, 5*time.Second, func() { stripArrays(nil, []byte(b)) })
+		t.Logf("stripArrays of body %d: %v", i, d)
 	}
 	var s *Summary
 	var err error
