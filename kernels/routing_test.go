@@ -239,28 +239,26 @@ func attnBackwardRef[T capsFloat](sh RoutingShape, b int, duhat, dprior, dv, uha
 			}
 		}
 	}
-	// p = softmax(a): da = p ⊙ (dc − <p, dc>) over the softmax's group
+	// p = softmax(a): da = p ⊙ (dc − <p, dc>) over the softmax's group,
+	// at(m, x) the (j, i) of member x of group m
 	da := capsMat[T](nOut, nIn)
+	grad := func(groups, size int, at func(m, x int) (int, int)) {
+		for m := range groups {
+			var dot T
+			for x := range size {
+				j, i := at(m, x)
+				dot += p[j][i] * dc[j][i]
+			}
+			for x := range size {
+				j, i := at(m, x)
+				da[j][i] = p[j][i] * (dc[j][i] - dot)
+			}
+		}
+	}
 	if sh.Kind == RoutingSelfAttention {
-		for i := range nIn {
-			var dot T
-			for j := range nOut {
-				dot += p[j][i] * dc[j][i]
-			}
-			for j := range nOut {
-				da[j][i] = p[j][i] * (dc[j][i] - dot)
-			}
-		}
+		grad(nIn, nOut, func(i, j int) (int, int) { return j, i })
 	} else {
-		for j := range nOut {
-			var dot T
-			for i := range nIn {
-				dot += p[j][i] * dc[j][i]
-			}
-			for i := range nIn {
-				da[j][i] = p[j][i] * (dc[j][i] - dot)
-			}
-		}
+		grad(nOut, nIn, func(j, i int) (int, int) { return j, i })
 	}
 	// a[j][i] = Σ_k U(j,k,i)·S[j][k]/√D with S[j][k] = Σ_i' U(j,k,i'):
 	// ∂a[j][i]/∂U(j,k,i') = (δ_ii'·S[j][k] + U(j,k,i))/√D

@@ -64,10 +64,7 @@ func TestExpandTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, tk := range tasks {
-		got = append(got, fmt.Sprintf("%s/%s/%d %s", tk.Model, tk.Routing, tk.Seed, tk.Dir))
-	}
+	got := taskNames(tasks)
 	want := []string{"tiny-deep/rba/1 runs/00000-tiny-deep-rba-s1", "tiny-deep/rba/2 runs/00001-tiny-deep-rba-s2",
 		"tiny-deep-uniform/uniform/1 runs/00002-tiny-deep-uniform-s1", "tiny-deep-uniform/uniform/2 runs/00003-tiny-deep-uniform-s2"}
 	if !reflect.DeepEqual(got, want) {
@@ -94,10 +91,7 @@ func TestExpandRouting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, tk := range tasks {
-			got = append(got, fmt.Sprintf("%s/%s/%d %s", tk.Model, tk.Routing, tk.Seed, tk.Dir))
-		}
+		got := taskNames(tasks)
 		want := []string{"tiny-deep/rba/1 runs/00000-tiny-deep-rba-s1", "tiny-deep/rba/2 runs/00001-tiny-deep-rba-s2",
 			"tiny-deep-uniform/uniform/1 runs/00002-tiny-deep-uniform-s1", "tiny-deep-uniform/uniform/2 runs/00003-tiny-deep-uniform-s2",
 			"tiny-deep-self-attention/self-attention/1 runs/00004-tiny-deep-self-attention-s1", "tiny-deep-self-attention/self-attention/2 runs/00005-tiny-deep-self-attention-s2",
@@ -302,4 +296,13 @@ func FuzzReadManifest(f *testing.F) {
 			t.Fatalf("read back %v (%v), want %v", again, err, got)
 		}
 	})
+}
+
+// taskNames gives each task as "model/routing/seed dir".
+func taskNames(tasks []Task) []string {
+	var got []string
+	for _, tk := range tasks {
+		got = append(got, fmt.Sprintf("%s/%s/%d %s", tk.Model, tk.Routing, tk.Seed, tk.Dir))
+	}
+	return got
 }
