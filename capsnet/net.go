@@ -70,6 +70,8 @@ type Net struct {
 	// output capsules); reconstructed by Reconstruct, cleared by Forward (the
 	// decoder then holds a perturbed pass, see Reconstruct).
 	forwardDone, reconstructed bool
+	// prof holds the per-step timers (SetProfiling).
+	prof profile
 }
 
 type convLayer struct {
@@ -414,7 +416,7 @@ func (n *Net) Forward(x []float32, labels []int) error {
 	}
 	copy(n.x.Data(), x)
 	n.backwardDone, n.forwardDone, n.reconstructed = false, false, false
-	if err := n.forward.Run(); err != nil {
+	if err := n.runForward(); err != nil {
 		return err
 	}
 	n.forwardDone = true
@@ -432,7 +434,7 @@ func (n *Net) Backward() error {
 	}
 	n.Arena.Zero(graph.Grad)
 	n.backwardDone = true
-	return n.backw.Run()
+	return n.runBackward()
 }
 
 // BackwardMargin zeroes this replica's gradients and runs the backward pass
@@ -472,18 +474,37 @@ func (n *Net) BackwardSteps() []string { return n.backw.Names() }
 // ignored by the planner).
 func bufs(b ...*graph.Buf) []*graph.Buf { return b }
 
+// schedule builds the forward schedule and, for a training Net, the
+// backward and margin-only ones. Every step records its FLOPs (a
+// multiply-add counts 2) where its work is a product: convolutions, votes
+// and decoder layers; element-wise steps and the routing loops record 0.
 func (n *Net) schedule() {
-	f := func(name string, run func() error, reads, writes []*graph.Buf) {
-		n.forward = append(n.forward, graph.Step{Name: name, Run: run, Reads: reads, Writes: writes})
+	n.scheduleForward()
+	if !n.Inference {
+		n.scheduleBackward()
 	}
-	b := func(name string, run func() error, reads, writes []*graph.Buf) {
-		n.backw = append(n.backw, graph.Step{Name: name, Run: run, Reads: reads, Writes: writes})
+}
+
+// stepAdder returns a function that appends a step to *s.
+func stepAdder(s *graph.Schedule) func(name string, flops float64, run func() error, reads, writes []*graph.Buf) {
+	return func(name string, flops float64, run func() error, reads, writes []*graph.Buf) {
+		*s = append(*s, graph.Step{Name: name, Run: run, Reads: reads, Writes: writes, FLOPs: flops})
 	}
-	m := func(name string, run func() error, reads, writes []*graph.Buf) {
-		n.margin = append(n.margin, graph.Step{Name: name, Run: run, Reads: reads, Writes: writes})
-	}
+}
+
+// votesFLOPs is 2·B·NIn·NOut·DIn·DOut, the forward product of the votes
+// (and each of the two backward products).
+func votesFLOPs(v kernels.VotesShape) float64 {
+	return 2 * float64(v.Batch) * float64(v.NIn) * float64(v.NOut) * float64(v.DIn) * float64(v.DOut)
+}
+
+// fcFLOPs is 2·B·in·out, one product of a decoder layer.
+func (L *fcLayer) fcFLOPs() float64 { return 2 * float64(L.batch) * float64(L.in) * float64(L.out) }
+
+func (n *Net) scheduleForward() {
+	f := stepAdder(&n.forward)
 	for _, L := range n.convs {
-		f("conv "+L.Name, func() error {
+		f("conv "+L.Name, L.sh.FLOPs(), func() error {
 			if err := kernels.ConvForward(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data()); err != nil {
 				return err
 			}
@@ -494,32 +515,33 @@ func (n *Net) schedule() {
 		}, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
 	}
 	lastY := n.convs[len(n.convs)-1].y
-	f("primary capsules", n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))
+	f("primary capsules", 0, n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))
 	for _, L := range n.caps {
-		f("votes "+L.Name, func() error { return kernels.VotesForward(L.Votes, L.Uhat.Data(), L.W.Buf.Data(), L.U.Data()) },
+		f("votes "+L.Name, votesFLOPs(L.Votes), func() error { return kernels.VotesForward(L.Votes, L.Uhat.Data(), L.W.Buf.Data(), L.U.Data()) },
 			bufs(L.W.Buf, L.U), bufs(L.Uhat))
-		f("routing "+L.Name, func() error {
+		f("routing "+L.Name, 0, func() error {
 			return kernels.RoutingForward(L.Route, L.V.Data(), L.C.Data(), L.Uhat.Data(), L.Prior.Buf.Data(), L.work.Data())
 		}, bufs(L.Uhat, L.Prior.Buf), bufs(L.V, L.C, L.work))
 	}
 	top := n.caps[len(n.caps)-1]
-	f("margin loss and mask", n.headForward, bufs(top.V), bufs(n.norms, n.decIn))
+	f("margin loss and mask", 0, n.headForward, bufs(top.V), bufs(n.norms, n.decIn))
 	for _, L := range n.dec {
-		f("fc "+L.w.Name, L.forward, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
+		f("fc "+L.w.Name, L.fcFLOPs(), L.forward, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
 	}
-	f("reconstruction loss", n.reconForward, bufs(n.recon, n.x), nil)
-	if n.Inference {
-		return
-	}
+	f("reconstruction loss", 0, n.reconForward, bufs(n.recon, n.x), nil)
+}
 
+func (n *Net) scheduleBackward() {
+	b, m := stepAdder(&n.backw), stepAdder(&n.margin)
+	top := n.caps[len(n.caps)-1]
 	last := n.dec[len(n.dec)-1]
-	b("reconstruction loss", n.reconBackward, bufs(n.recon, n.x), bufs(last.dy))
+	b("reconstruction loss", 0, n.reconBackward, bufs(n.recon, n.x), bufs(last.dy))
 	for i := len(n.dec) - 1; i >= 0; i-- {
 		L := n.dec[i]
-		b("fc "+L.w.Name, L.backward, bufs(L.y, L.dy, L.x, L.w.Buf), bufs(L.dy, L.dw, L.db, L.dx, L.bwork))
+		b("fc "+L.w.Name, 2*L.fcFLOPs(), L.backward, bufs(L.y, L.dy, L.x, L.w.Buf), bufs(L.dy, L.dw, L.db, L.dx, L.bwork))
 	}
-	b("margin loss and mask", n.headBackward, bufs(top.V, n.dDecIn), bufs(n.dvDec, top.DV))
-	m("margin loss", n.marginBackward, bufs(top.V), bufs(top.DV))
+	b("margin loss and mask", 0, n.headBackward, bufs(top.V, n.dDecIn), bufs(n.dvDec, top.DV))
+	m("margin loss", 0, n.marginBackward, bufs(top.V), bufs(top.DV))
 	for i := len(n.caps) - 1; i >= 0; i-- {
 		L := n.caps[i]
 		routing := func() error {
@@ -529,25 +551,29 @@ func (n *Net) schedule() {
 			}
 			return kernels.RoutingBackward(L.Route, L.DUhat.Data(), dpr, L.DV.Data(), L.Uhat.Data(), L.Prior.Buf.Data(), L.work.Data())
 		}
-		b("routing "+L.Name, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
-		m("routing "+L.Name, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
-		b("votes "+L.Name, func() error {
+		b("routing "+L.Name, 0, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
+		m("routing "+L.Name, 0, routing, bufs(L.DV, L.Uhat, L.Prior.Buf, L.work), bufs(L.DUhat, L.DPrior, L.work))
+		b("votes "+L.Name, 2*votesFLOPs(L.Votes), func() error {
 			return kernels.VotesBackward(L.Votes, L.DW.Data(), L.DU.Data(), L.W.Buf.Data(), L.U.Data(), L.DUhat.Data())
 		}, bufs(L.W.Buf, L.U, L.DUhat), bufs(L.DW, L.DU))
 		// The margin-only pass stops at the first capsule layer's votes: it
 		// wants ∂L_m/∂W, not the primary capsules' gradient.
-		du := L.DU
+		du, mf := L.DU, 2*votesFLOPs(L.Votes)
 		if i == 0 {
-			du = nil
+			du, mf = nil, votesFLOPs(L.Votes)
 		}
-		m("votes "+L.Name, func() error {
+		m("votes "+L.Name, mf, func() error {
 			return kernels.VotesBackward(L.Votes, L.DW.Data(), du.Data(), L.W.Buf.Data(), L.U.Data(), L.DUhat.Data())
 		}, bufs(L.W.Buf, L.U, L.DUhat), bufs(L.DW, du))
 	}
-	b("primary capsules", n.primaryBackward, bufs(n.prim.s, n.prim.dv), bufs(n.prim.ds, n.convs[len(n.convs)-1].dy))
+	b("primary capsules", 0, n.primaryBackward, bufs(n.prim.s, n.prim.dv), bufs(n.prim.ds, n.convs[len(n.convs)-1].dy))
 	for i := len(n.convs) - 1; i >= 0; i-- {
 		L := n.convs[i]
-		b("conv "+L.Name, func() error {
+		fl := L.sh.FLOPs() // the filter gradient
+		if L.dx != nil {
+			fl *= 2 // and the data gradient
+		}
+		b("conv "+L.Name, fl, func() error {
 			work := L.bwork.Data()
 			if L.ReLU {
 				if err := kernels.ReLUBackward(L.y.Data(), L.dy.Data(), L.dy.Data()); err != nil {

@@ -86,22 +86,26 @@ func TestNetNoAllocs(t *testing.T) {
 	}
 }
 
-func checkNetNoAllocs(t *testing.T, preset string) {
+// tinyTrainingNet compiles preset at batch 3 with seed 1 and returns it
+// with a fixed batch and labels and a step (Forward and Backward on them)
+// that fails t on an error.
+func tinyTrainingNet(t *testing.T, preset string) (n *Net, x []float32, labels []int, step func()) {
+	t.Helper()
 	p, err := NewParams(Presets()[preset])
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Init(1)
-	n, err := NewNet(p, 3)
+	n, err = NewNet(p, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := make([]float32, n.Batch*n.InputLen())
+	x = make([]float32, n.Batch*n.InputLen())
 	for i := range x {
 		x[i] = float32(i%7) / 7
 	}
-	labels := []int{1, 5, 9}
-	step := func() {
+	labels = []int{1, 5, 9}
+	step = func() {
 		if err := n.Forward(x, labels); err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +113,11 @@ func checkNetNoAllocs(t *testing.T, preset string) {
 			t.Fatal(err)
 		}
 	}
+	return n, x, labels, step
+}
+
+func checkNetNoAllocs(t *testing.T, preset string) {
+	n, x, labels, step := tinyTrainingNet(t, preset)
 	step()
 	if a := testing.AllocsPerRun(5, step); a != 0 {
 		t.Errorf("forward+backward allocates %.1f times per step", a)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -490,6 +491,10 @@ type Step struct {
 	Run    func() error
 	Reads  []*Buf
 	Writes []*Buf
+	// FLOPs is the floating-point work of one Run (a multiply-add counts
+	// as 2), for profiles; 0 for steps whose work is not counted (data
+	// movement, element-wise maps, the routing loops).
+	FLOPs float64
 }
 
 // Schedule is a fixed sequence of steps.
@@ -500,6 +505,24 @@ type Schedule []Step
 func (s Schedule) Run() error {
 	for i := range s {
 		if err := s[i].Run(); err != nil {
+			return fmt.Errorf("%s: %w", s[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// RunTimed is Run that also adds each step's wall-clock time to ns[i]
+// (nanoseconds; ns holds at least len(s) entries), for per-step profiles.
+// It does not allocate. Steps after a failing one are not run or timed.
+func (s Schedule) RunTimed(ns []int64) error {
+	if len(ns) < len(s) {
+		return fmt.Errorf("graph: RunTimed: %d timers for %d steps", len(ns), len(s))
+	}
+	for i := range s {
+		t0 := time.Now()
+		err := s[i].Run()
+		ns[i] += int64(time.Since(t0))
+		if err != nil {
 			return fmt.Errorf("%s: %w", s[i].Name, err)
 		}
 	}

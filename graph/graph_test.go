@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -180,6 +181,34 @@ func TestScheduleRun(t *testing.T) {
 	s = Schedule{step("a", nil)}
 	if n := testing.AllocsPerRun(10, func() { ran = ran[:0]; _ = s.Run() }); n != 0 {
 		t.Errorf("Schedule.Run allocates %.1f times", n)
+	}
+}
+
+func TestScheduleRunTimed(t *testing.T) {
+	boom := errors.New("boom")
+	sleep := func(d time.Duration, err error) Step {
+		return Step{Name: d.String(), Run: func() error { time.Sleep(d); return err }}
+	}
+	s := Schedule{sleep(20*time.Millisecond, nil), sleep(0, nil), sleep(0, boom), sleep(0, nil)}
+	ns := []int64{5, 0, 0, 7}
+	err := s.RunTimed(ns)
+	if !errors.Is(err, boom) {
+		t.Fatalf("error %v, want boom", err)
+	}
+	// Times add to what is there; the first step slept 20 ms, the last one
+	// did not run.
+	if ns[0] < 5+int64(20*time.Millisecond) || ns[3] != 7 {
+		t.Errorf("timers %v: want ns[0] ≥ 20 ms + 5 and ns[3] untouched", ns)
+	}
+	if ns[0] <= ns[1] {
+		t.Errorf("timers %v: the sleeping step is not the slowest", ns)
+	}
+	if err := s.RunTimed(ns[:2]); err == nil {
+		t.Error("RunTimed with fewer timers than steps: no error")
+	}
+	q := Schedule{sleep(0, nil)}
+	if n := testing.AllocsPerRun(10, func() { _ = q.RunTimed(ns) }); n != 0 {
+		t.Errorf("Schedule.RunTimed allocates %.1f times", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
@@ -36,6 +37,9 @@ type Trainer struct {
 	labels []int
 	// tele collects the training telemetry (nil: off; see SetTelemetry).
 	tele *stepTelemetry
+	// optNs adds up the nanoseconds of the optimizer phase (reduction and
+	// Adam) of every TrainStep, for Profile.
+	optNs int64
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
@@ -182,6 +186,8 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 		return margin, recon, fmt.Errorf("loss is NaN or infinite (margin %v, reconstruction %v): training diverged; lower the learning rate", margin, recon)
 	}
 	t.Step++
+	t0 := time.Now()
+	defer func() { t.optNs += int64(time.Since(t0)) }()
 	if t.tele != nil {
 		t.tele.reduce(t)
 	}

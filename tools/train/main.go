@@ -50,12 +50,17 @@ refused unless -resume or -overwrite. Exit status: 0 done (or nothing left to tr
 130 stopped by Ctrl-C (SIGINT) after saving, 143 stopped by SIGTERM after saving.
 `
 	maxEpochs = 1_000_000 // bounds -epochs: a typo, not a run
+	// maxProfileSteps bounds -profile: a profile of more steps says no more.
+	maxProfileSteps = 10_000
 )
 
 func run(args []string) error {
 	f := newFlags()
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if f.given["profile"] || f.given["cpuprofile"] {
+		return runProfile(f)
 	}
 	ck, err := f.resumed()
 	if err != nil {
@@ -91,7 +96,8 @@ type flags struct {
 	model, dataName, dataDir, out *string
 	resume, impl                  *string
 	nVal, epochs, batch, threads  *int
-	shift                         *int
+	shift, profile                *int
+	cpuprof                       *string
 	lr, decay, wd, target         *float64
 	seed                          *uint64
 	overwrite, plain, tele        *bool
@@ -121,6 +127,8 @@ func newFlags() *flags {
 		resume:    fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)"),
 		impl:      fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", ")),
 		plain:     fs.Bool("plain", false, "plain progress lines even on a terminal"),
+		profile:   fs.Int("profile", 0, fmt.Sprintf("instead of training, time this many training steps (1 to %d) of -model at -batch (default 128) and -threads on a synthetic batch and print the per-operation profile: each step's time per image, MFLOP/img, GFLOP/s and share of the measured FMA peak (docs/performance.md); reads no data, writes nothing", maxProfileSteps)),
+		cpuprof:   fs.String("cpuprofile", "", "with -profile: write a CPU profile of the command (pprof format, go tool pprof) to this file"),
 		tele:      fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)"),
 	}
 }

@@ -75,6 +75,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-model", "deep", "-data", "mnist", "-data-dir", "/nonexistent"}, "-data-dir: data directory /nonexistent does not exist", 1},
 		{[]string{"-model", "deep", "-data", "mnist"}, "./build.sh data", 1},              // the empty cache
 		{[]string{"-val", "5000", "-batch", "2000"}, "-batch 2000: the training data", 2}, // 1000 training images left
+		{[]string{"-profile", "0"}, "-profile", 2},
+		{[]string{"-profile", "-3"}, "-profile", 2},
+		{[]string{"-profile", "10001"}, "-profile", 2},
+		{[]string{"-cpuprofile", "x.prof"}, "-cpuprofile", 2},
+		{[]string{"-profile", "1", "-data", "mnist"}, "-data", 2},
+		{[]string{"-profile", "1", "-resume", "runs/x"}, "-resume", 2},
 	} {
 		args := append([]string{"-out", out}, tc.args...) // tc's -out last, to override
 		err := run(args)
@@ -237,6 +243,24 @@ func TestTinyRun(t *testing.T) {
 
 // TestTelemetryFlag: a short run with -telemetry writes a telemetry file
 // that parses, with one record per step and the model's shapes.
+// TestProfileFlag runs -profile on a tiny model with -cpuprofile: the
+// profile is written (a gzip-compressed pprof file) and no run is.
+func TestProfileFlag(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	t.Chdir(dir)
+	if err := run([]string{"-profile", "2", "-model", "tiny-deep3", "-batch", "4", "-threads", "2", "-cpuprofile", prof}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("-cpuprofile wrote %d bytes (%v), want a gzip-compressed pprof file", len(b), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {
+		t.Error("-profile wrote a run directory")
+	}
+}
+
 func TestTelemetryFlag(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	// 1000 training digits (-val 5000): five steps, quick under qemu.
