@@ -504,14 +504,12 @@ func (L *fcLayer) fcFLOPs() float64 { return 2 * float64(L.batch) * float64(L.in
 func (n *Net) scheduleForward() {
 	f := stepAdder(&n.forward)
 	for _, L := range n.convs {
+		conv := kernels.ConvForward
+		if L.ReLU {
+			conv = kernels.ConvForwardReLU // the ReLU fused into the convolution's epilogue
+		}
 		f("conv "+L.Name, L.sh.FLOPs(), func() error {
-			if err := kernels.ConvForward(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data()); err != nil {
-				return err
-			}
-			if L.ReLU {
-				return kernels.ReLU(L.y.Data(), L.y.Data())
-			}
-			return nil
+			return conv(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
 		}, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
 	}
 	lastY := n.convs[len(n.convs)-1].y
@@ -574,19 +572,11 @@ func (n *Net) scheduleBackward() {
 			fl *= 2 // and the data gradient
 		}
 		b("conv "+L.Name, fl, func() error {
-			work := L.bwork.Data()
+			var y []float32 // the ReLU's output, whose mask ConvBackward applies to dy
 			if L.ReLU {
-				if err := kernels.ReLUBackward(L.y.Data(), L.dy.Data(), L.dy.Data()); err != nil {
-					return err
-				}
+				y = L.y.Data()
 			}
-			if err := kernels.ConvBackwardFilter(L.sh, L.dw.Data(), L.db.Data(), L.x.Data(), L.dy.Data(), work); err != nil {
-				return err
-			}
-			if L.dx == nil {
-				return nil
-			}
-			return kernels.ConvBackwardData(L.sh, L.dx.Data(), L.dy.Data(), L.w.Buf.Data(), work)
+			return kernels.ConvBackward(L.sh, L.dw.Data(), L.db.Data(), L.dx.Data(), L.x.Data(), L.dy.Data(), L.w.Buf.Data(), y, L.bwork.Data())
 		}, bufs(L.y, L.dy, L.x, L.w.Buf), bufs(L.dy, L.dw, L.db, L.dx, L.bwork))
 	}
 }

@@ -222,7 +222,23 @@ func (s ConvShape) ArenaWorkSize() int {
 	}
 	nb, cs := s.convPlan()
 	og, ld, ck := s.OutC/s.Groups, nb*s.OutH()*s.OutW(), cs*s.KH*s.KW
-	return ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld))
+	k := s.InC / s.Groups * s.KH * s.KW // the implicit GEMMs' whole reduction
+	return ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld),
+		convPackSize(og, ld, k), convPackSize(k, ld, og), convPackSize(og, k, ld))
+}
+
+// convPackSize is the packing space of an implicit-GEMM product of m×n×k
+// (conv_implicit.go) on the largest driver of every implementation this
+// binary can Use (the driver packs even the products that plain Sgemm
+// would hand to its loops).
+func convPackSize(m, n, k int) int {
+	ws := 0
+	for _, o := range tables {
+		if o.sgemmDriver != nil {
+			ws = max(ws, o.sgemmDriver.packSize(m, n, k))
+		}
+	}
+	return ws
 }
 
 // convGemmWork is the part of work past WorkSize, for the products.
@@ -253,7 +269,17 @@ func convCheckLen(fn, name string, have, need int) error {
 // clobbered. It does not allocate and returns an error for an invalid
 // shape or a slice that is too short. NaN and Inf propagate.
 func ConvForward(sh ConvShape, y, x, w, bias, work []float32) error {
-	const fn = "ConvForward"
+	return convForward("ConvForward", sh, y, x, w, bias, work, false)
+}
+
+// ConvForwardReLU is ConvForward followed by y = max(y, 0), the ReLU
+// applied to each chunk of images while its output is still in cache
+// rather than in a second pass over y.
+func ConvForwardReLU(sh ConvShape, y, x, w, bias, work []float32) error {
+	return convForward("ConvForwardReLU", sh, y, x, w, bias, work, true)
+}
+
+func convForward(fn string, sh ConvShape, y, x, w, bias, work []float32, relu bool) error {
 	if err := convCheck(fn, sh, work); err != nil {
 		return err
 	}
@@ -262,17 +288,77 @@ func ConvForward(sh ConvShape, y, x, w, bias, work []float32) error {
 		return err
 	}
 	if bias != nil && len(bias) < sh.OutC {
-		return fmt.Errorf("kernels.ConvForward: bias has %d elements, OutC=%d", len(bias), sh.OutC)
+		return fmt.Errorf("kernels.%s: bias has %d elements, OutC=%d", fn, len(bias), sh.OutC)
 	}
 	if sh.Batch == 0 {
 		return nil
 	}
-	if sh.convDirect() {
+	switch drv := convDriver(); {
+	case sh.convDirect():
 		convDepthwiseForward(sh, y, x, w, bias)
+		if relu {
+			reluRows(y[:sh.YLen()], y)
+		}
+	case drv != nil:
+		convImplicitForward(drv, sh, y, x, w, bias, work, relu)
+	default:
+		convGemmForward(sh, y, x, w, bias, work)
+		if relu {
+			reluRows(y[:sh.YLen()], y)
+		}
+	}
+	return nil
+}
+
+// ConvBackward is the backward pass of ConvForward (y nil) or of
+// ConvForwardReLU (y its output): it masks dy in place by y > 0 when y is
+// given (dy becomes the gradient before the ReLU), accumulates dw and
+// dbias as ConvBackwardFilter does and, when dx is not nil, overwrites dx
+// as ConvBackwardData does. On the implicit-GEMM path it goes through the
+// batch once, chunk by chunk, so each chunk of dy is masked, summed and
+// used by both products while it is in cache. The results are those of
+// ReLUBackward, ConvBackwardFilter and ConvBackwardData in sequence, up to
+// the rounding of the sums. It does not allocate and returns an error for
+// an invalid shape or a short slice.
+func ConvBackward(sh ConvShape, dw, dbias, dx, x, dy, w, y, work []float32) error {
+	const fn = "ConvBackward"
+	if err := convCheck(fn, sh, work); err != nil {
+		return err
+	}
+	if err := errors.Join(convCheckLen(fn, "dw", len(dw), sh.WLen()), convCheckLen(fn, "x", len(x), sh.XLen()),
+		convCheckLen(fn, "dy", len(dy), sh.YLen()), convCheckLen(fn, "w", len(w), sh.WLen())); err != nil {
+		return err
+	}
+	if dbias != nil && len(dbias) < sh.OutC {
+		return fmt.Errorf("kernels.ConvBackward: dbias has %d elements, OutC=%d", len(dbias), sh.OutC)
+	}
+	if dx != nil {
+		if err := convCheckLen(fn, "dx", len(dx), sh.XLen()); err != nil {
+			return err
+		}
+	}
+	if y != nil {
+		if err := convCheckLen(fn, "y", len(y), sh.YLen()); err != nil {
+			return err
+		}
+	}
+	if sh.Batch == 0 {
 		return nil
 	}
-	convGemmForward(sh, y, x, w, bias, work)
-	return nil
+	if drv := convDriver(); drv != nil && !sh.convDirect() {
+		convImplicitBackward(drv, sh, dw, dbias, dx, x, dy, w, y, work)
+		return nil
+	}
+	if y != nil {
+		reluMask(y[:sh.YLen()], dy, dy)
+	}
+	if err := ConvBackwardFilter(sh, dw, dbias, x, dy, work); err != nil {
+		return err
+	}
+	if dx == nil {
+		return nil
+	}
+	return ConvBackwardData(sh, dx, dy, w, work)
 }
 
 // ConvBackwardData computes dx = ∂L/∂x from dy = ∂L/∂y for the shape sh:
@@ -293,6 +379,10 @@ func ConvBackwardData(sh ConvShape, dx, dy, w, work []float32) error {
 	}
 	if sh.convDirect() {
 		convDepthwiseBackwardData(sh, dx, dy, w)
+		return nil
+	}
+	if drv := convDriver(); drv != nil {
+		convImplicitBackward(drv, sh, nil, nil, dx, nil, dy, w, nil, work)
 		return nil
 	}
 	convGemmBackwardData(sh, dx, dy, w, work)
@@ -322,23 +412,33 @@ func ConvBackwardFilter(sh ConvShape, dw, dbias, x, dy, work []float32) error {
 		return nil
 	}
 	if dbias != nil {
-		p := sh.OutH() * sh.OutW()
-		for n := 0; n < sh.Batch; n++ {
-			for o := 0; o < sh.OutC; o++ {
-				var s float32
-				for _, v := range dy[(n*sh.OutC+o)*p : (n*sh.OutC+o+1)*p] {
-					s += v
-				}
-				dbias[o] += s
-			}
-		}
+		convBiasGrad(sh, dbias, dy, 0, sh.Batch)
 	}
 	if sh.convDirect() {
 		convDepthwiseBackwardFilter(sh, dw, x, dy)
 		return nil
 	}
+	if drv := convDriver(); drv != nil {
+		convImplicitBackward(drv, sh, dw, nil, nil, x, dy, nil, nil, work)
+		return nil
+	}
 	convGemmBackwardFilter(sh, dw, x, dy, work)
 	return nil
+}
+
+// convBiasGrad adds Σ_positions dy of images n0 … n1−1 to dbias, image by
+// image in order.
+func convBiasGrad(sh ConvShape, dbias, dy []float32, n0, n1 int) {
+	p := sh.OutH() * sh.OutW()
+	for n := n0; n < n1; n++ {
+		for o := 0; o < sh.OutC; o++ {
+			var s float32
+			for _, v := range dy[(n*sh.OutC+o)*p : (n*sh.OutC+o+1)*p] {
+				s += v
+			}
+			dbias[o] += s
+		}
+	}
 }
 
 // convRange returns the output indices [lo, hi) whose input index
@@ -665,8 +765,10 @@ func convGemmForward(s ConvShape, y, x, w, bias, work []float32) {
 
 // convDyMatrix returns dY of images n0 … n0+nc−1, group g, as an
 // og×(nc·P) matrix in the column order of the chunk: dy itself for one
-// image, else gathered image-minor into t.
-func convDyMatrix(s ConvShape, dy []float32, n0, nc, g int, t []float32) []float32 {
+// image, else copied into t with image-major columns i·P + q (imageMajor,
+// the implicit GEMM's order: whole P-runs) or image-minor ones q·nc + i
+// (the im2col path's).
+func convDyMatrix(s ConvShape, dy []float32, n0, nc, g int, t []float32, imageMajor bool) []float32 {
 	p := s.OutH() * s.OutW()
 	og := s.OutC / s.Groups
 	if nc == 1 {
@@ -677,6 +779,10 @@ func convDyMatrix(s ConvShape, dy []float32, n0, nc, g int, t []float32) []float
 		dst := t[o*ld : (o+1)*ld]
 		for i := 0; i < nc; i++ {
 			src := dy[((n0+i)*s.OutC+g*og+o)*p : ((n0+i)*s.OutC+g*og+o+1)*p]
+			if imageMajor {
+				copy(dst[i*p:(i+1)*p], src)
+				continue
+			}
 			for q, v := range src {
 				dst[q*nc+i] = v
 			}
@@ -702,7 +808,7 @@ func convGemmBackwardData(s ConvShape, dx, dy, w, work []float32) {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
 		for g := 0; g < s.Groups; g++ {
-			t := convDyMatrix(s, dy, n0, nc, g, tBuf)
+			t := convDyMatrix(s, dy, n0, nc, g, tBuf, false)
 			for c0 := 0; c0 < cg; c0 += cs {
 				ns := min(cs, cg-c0)
 				col := colBuf[:ns*khw*ld]
@@ -742,7 +848,7 @@ func convGemmBackwardFilter(s ConvShape, dw, x, dy, work []float32) {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
 		for g := 0; g < s.Groups; g++ {
-			t := convDyMatrix(s, dy, n0, nc, g, tBuf)
+			t := convDyMatrix(s, dy, n0, nc, g, tBuf, false)
 			for c0 := 0; c0 < cg; c0 += cs {
 				ns := min(cs, cg-c0)
 				col := colBuf[:ns*khw*ld]

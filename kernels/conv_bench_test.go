@@ -37,22 +37,36 @@ func benchConv(b *testing.B, pass int) {
 				if impl == "ref" && testing.Short() && !s.convDirect() {
 					b.Skip("reference GEMM skipped with -short")
 				}
-				b.ReportAllocs()
-				var err error
-				for b.Loop() {
-					switch pass {
-					case 0:
-						err = ConvForward(s, y, x, w, bias, work)
-					case 1:
-						err = ConvBackwardData(s, dx, y, w, work)
-					default:
-						err = ConvBackwardFilter(s, dw, db, x, y, work)
+				run := func(b *testing.B) {
+					b.ReportAllocs()
+					var err error
+					for b.Loop() {
+						switch pass {
+						case 0:
+							err = ConvForward(s, y, x, w, bias, work)
+						case 1:
+							err = ConvBackwardData(s, dx, y, w, work)
+						default:
+							err = ConvBackwardFilter(s, dw, db, x, y, work)
+						}
 					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 				}
-				if err != nil {
-					b.Fatal(err)
+				if s.convDirect() || convDriver() == nil {
+					run(b)
+					return
 				}
-				b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				// Both GEMM paths, side by side in one run: the implicit
+				// GEMM (the default) and the im2col path it replaced.
+				b.Run("path=implicit", run)
+				b.Run("path=im2col", func(b *testing.B) {
+					defer func() { convImplicit = true }()
+					convImplicit = false
+					run(b)
+				})
 			})
 		})
 	}

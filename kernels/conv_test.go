@@ -120,12 +120,29 @@ func convTestShapes() []ConvShape {
 }
 
 func TestConvVsRef(t *testing.T) {
+	c0, f0 := convTargetCols, convMaxColFloats
 	t.Run("plan=default", testConvVsRef)
 	// Tiny chunks and one-channel slabs: several chunks with a partial last
 	// one, and beta = 1 accumulation over slabs, on small shapes.
 	defer func(c, f int) { convTargetCols, convMaxColFloats = c, f }(convTargetCols, convMaxColFloats)
 	convTargetCols, convMaxColFloats = 40, 1
 	t.Run("plan=tiny", testConvVsRef)
+	convTargetCols, convMaxColFloats = c0, f0
+	// The im2col path, which the implicit GEMM replaced on every
+	// implementation with a blocked driver (it still runs on ref).
+	t.Run("path=im2col", func(t *testing.T) {
+		defer func() { convImplicit = true }()
+		convImplicit = false
+		testConvVsRef(t)
+	})
+	// The implicit GEMM on a portable 4×4 driver with tiny blocking (kc 5,
+	// mc 9, nc 10): several reduction blocks, edge panels and tiles, and
+	// the data-gradient sink over partial tiles, on every GOARCH.
+	t.Run("driver=go4x4-tiny", func(t *testing.T) {
+		defer func() { convTestDriver = nil }()
+		convTestDriver = newSgemmBlocked(sgemmMicroGo, 4, 4, 5, 9, 10)
+		testConvVsRef(t)
+	})
 }
 
 func testConvVsRef(t *testing.T) {
@@ -204,11 +221,80 @@ func testConvVsRef(t *testing.T) {
 			convBackwardFilterRef(s, want2, nil, x, dy)
 			convBackwardFilterRef(s, abs2, nil, convAbs(x), convAbs(dy))
 			convCheckClose(t, name+" dw (nil dbias)", dw2, want2, abs2, l+1)
+			checkConvFused(t, name, s, x, w, b, dy, work)
 			if t.Failed() {
 				return
 			}
 		}
 	})
+}
+
+// checkConvFused checks ConvForwardReLU against ConvForward then ReLU, and
+// ConvBackward (with the ReLU mask, without, without dx) against
+// ReLUBackward, ConvBackwardFilter and ConvBackwardData in sequence: the
+// same operations in the same order, so the same bits.
+func checkConvFused(t *testing.T, name string, s ConvShape, x, w, b, dy, work []float32) {
+	t.Helper()
+	y := make([]float32, s.YLen())
+	yr := convNaN(s.YLen(), 0)
+	if err := ConvForward(s, y, x, w, b, work); err != nil {
+		t.Fatal(err)
+	}
+	if err := ConvForwardReLU(s, yr, x, w, b, work); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, len(y))
+	if err := ReLU(y, want); err != nil {
+		t.Fatal(err)
+	}
+	convSameBits(t, name+" ConvForwardReLU", yr, want)
+	for _, c := range []struct {
+		what     string
+		mask, dx bool
+	}{{"ReLU mask", true, true}, {"no mask", false, true}, {"ReLU mask, no dx", true, false}} {
+		rng := rand.New(rand.NewPCG(5, 6))
+		dw, db := convRand(rng, s.WLen(), 0), convRand(rng, s.OutC, 0)
+		wantDw, wantDb := append([]float32(nil), dw...), append([]float32(nil), db...)
+		g, gWant := append([]float32(nil), dy...), append([]float32(nil), dy...)
+		var yy, dx, wantDx []float32
+		if c.mask {
+			yy = yr
+			if err := ReLUBackward(yr, gWant, gWant); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c.dx {
+			dx, wantDx = convNaN(s.XLen(), 0), convNaN(s.XLen(), 0)
+			if err := ConvBackwardData(s, wantDx, gWant, w, work); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ConvBackwardFilter(s, wantDw, wantDb, x, gWant, work); err != nil {
+			t.Fatal(err)
+		}
+		if err := ConvBackward(s, dw, db, dx, x, g, w, yy, work); err != nil {
+			t.Fatalf("%s ConvBackward (%s): %v", name, c.what, err)
+		}
+		convSameBits(t, name+" ConvBackward dy ("+c.what+")", g, gWant)
+		convSameBits(t, name+" ConvBackward dw ("+c.what+")", dw, wantDw)
+		convSameBits(t, name+" ConvBackward dbias ("+c.what+")", db, wantDb)
+		convSameBits(t, name+" ConvBackward dx ("+c.what+")", dx, wantDx)
+	}
+}
+
+// convSameBits reports the first elements where got and want differ in
+// their bits.
+func convSameBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	bad := 0
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			if bad < 3 {
+				t.Errorf("%s[%d] = %g, want %g (same bits)", what, i, got[i], want[i])
+			}
+			bad++
+		}
+	}
 }
 
 // convDot64 returns Σ a[i]·b[i] in float64.
@@ -338,6 +424,12 @@ func TestConvShapeErrors(t *testing.T) {
 		if err := ConvBackwardFilter(s, big, nil, big, big, big); err == nil {
 			t.Errorf("%s: ConvBackwardFilter accepted the bad shape", c.field)
 		}
+		if err := ConvForwardReLU(s, big, big, big, nil, big); err == nil {
+			t.Errorf("%s: ConvForwardReLU accepted the bad shape", c.field)
+		}
+		if err := ConvBackward(s, big, nil, big, big, big, big, big, big); err == nil {
+			t.Errorf("%s: ConvBackward accepted the bad shape", c.field)
+		}
 	}
 
 	// Short slices, each in turn.
@@ -366,6 +458,16 @@ func TestConvShapeErrors(t *testing.T) {
 		ConvBackwardFilter(s, w, b, short(x), y, work),
 		ConvBackwardFilter(s, w, b, x, short(y), work),
 		ConvBackwardFilter(s, w, b, x, y, short(work)),
+		ConvForwardReLU(s, short(y), x, w, b, work),
+		ConvForwardReLU(s, y, x, w, short(b), work),
+		ConvBackward(s, short(w), b, x, x, y, w, y, work),
+		ConvBackward(s, w, short(b), x, x, y, w, y, work),
+		ConvBackward(s, w, b, short(x), x, y, w, y, work),
+		ConvBackward(s, w, b, x, short(x), y, w, y, work),
+		ConvBackward(s, w, b, x, x, short(y), w, y, work),
+		ConvBackward(s, w, b, x, x, y, short(w), y, work),
+		ConvBackward(s, w, b, x, x, y, w, short(y), work),
+		ConvBackward(s, w, b, x, x, y, w, y, short(work)),
 	} {
 		if err == nil {
 			t.Errorf("short-slice case %d: no error", i)
@@ -396,6 +498,8 @@ func TestConvAllocs(t *testing.T) {
 				"ConvForward":        func() { err = ConvForward(s, y, x, w, b, work) },
 				"ConvBackwardData":   func() { err = ConvBackwardData(s, dx, dy, w, work) },
 				"ConvBackwardFilter": func() { err = ConvBackwardFilter(s, dw, db, x, dy, work) },
+				"ConvForwardReLU":    func() { err = ConvForwardReLU(s, y, x, w, b, work) },
+				"ConvBackward":       func() { err = ConvBackward(s, dw, db, dx, x, dy, w, y, work) },
 			} {
 				if a := testing.AllocsPerRun(5, f); a != 0 || err != nil {
 					t.Errorf("%s %+v: %v allocations per call, err %v", what, s, a, err)

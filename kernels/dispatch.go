@@ -32,6 +32,10 @@ type ops struct {
 	// sgemmWorkSize is the work sgemmWork uses for an m×n×k product (0 for
 	// the reference loops, which use none).
 	sgemmWorkSize func(m, n, k int) int
+	// sgemmDriver is the blocked driver behind sgemm, or nil for the
+	// reference loops; the implicit-GEMM convolutions (conv_implicit.go)
+	// run on it with their own packing of op(B) and their own destination.
+	sgemmDriver *sgemmBlocked
 
 	// gemvN: y[r] += Σ_c a[r*lda+c]·x[c] for r < m, c < n.
 	gemvN func(m, n int, a []float32, lda int, x, y []float32)

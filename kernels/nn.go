@@ -400,13 +400,18 @@ func ReLU(x, y []float32) error {
 	if len(x) != len(y) {
 		return fmt.Errorf("kernels.ReLU: y has %d elements, x has %d", len(y), len(x))
 	}
-	for i, v := range x {
-		if v < 0 {
-			v = 0
-		}
-		y[i] = v
-	}
+	reluRows(x, y)
 	return nil
+}
+
+// reluRows writes y = max(x, 0) (NaN stays NaN; −0 becomes +0) without a
+// branch per element: with signs at random a compare-and-branch
+// mispredicts half the time, which made the branchy loop 4-5× slower.
+func reluRows(x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] = max(v, 0)
+	}
 }
 
 // ReLUBackward writes dx = dy where x > 0 and 0 elsewhere (the subgradient
@@ -416,13 +421,7 @@ func ReLUBackward(x, dy, dx []float32) error {
 	if len(dy) != len(x) || len(dx) != len(x) {
 		return fmt.Errorf("kernels.ReLUBackward: lengths x %d, dy %d, dx %d differ", len(x), len(dy), len(dx))
 	}
-	for i, v := range x {
-		if v > 0 {
-			dx[i] = dy[i]
-		} else {
-			dx[i] = 0
-		}
-	}
+	reluMask(x, dy, dx)
 	return nil
 }
 
@@ -500,6 +499,21 @@ func BiasGradNCHW(n, c, hw int, dy, dbias []float32) error {
 		dbias[k%c] += s
 	}
 	return nil
+}
+
+// reluMask writes dx = dy where x > 0 and +0 elsewhere, as a bit mask
+// (a conditional move, no branch to mispredict; a NaN dy where x ≤ 0
+// gives 0, as the branchy loop did). dx may alias dy.
+func reluMask(x, dy, dx []float32) {
+	dy = dy[:len(x)]
+	dx = dx[:len(x)]
+	for i, v := range x {
+		var m uint32
+		if v > 0 {
+			m = ^uint32(0)
+		}
+		dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
+	}
 }
 
 // BiasAddCols adds bias[j] in place to column j of every row of the

@@ -651,3 +651,35 @@ func TestPrimaryCapsules(t *testing.T) {
 		t.Error("a short slice or a negative size is not an error")
 	}
 }
+
+// TestReLUValues checks the branchless ReLU and its mask on the special
+// values: NaN stays NaN forward; −0 and negative inputs give +0; the
+// backward passes dy only where x > 0, so a NaN dy where x ≤ 0 gives 0,
+// and a NaN x blocks the gradient.
+func TestReLUValues(t *testing.T) {
+	nan := float32(math.NaN())
+	neg0 := float32(math.Copysign(0, -1))
+	x := []float32{-2, neg0, 0, 1.5, nan, float32(math.Inf(1)), float32(math.Inf(-1))}
+	y := make([]float32, len(x))
+	if err := ReLU(x, y); err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{0, 0, 0, 1.5, nan, float32(math.Inf(1)), 0}
+	for i := range x {
+		same := y[i] == want[i] && math.Signbit(float64(y[i])) == math.Signbit(float64(want[i]))
+		if !same && !(want[i] != want[i] && y[i] != y[i]) {
+			t.Errorf("ReLU(%v) = %v, want %v", x[i], y[i], want[i])
+		}
+	}
+	dy := []float32{nan, 3, 4, 5, 6, 7, 8}
+	dx := make([]float32, len(x))
+	if err := ReLUBackward(x, dy, dx); err != nil {
+		t.Fatal(err)
+	}
+	wantDx := []float32{0, 0, 0, 5, 0, 7, 0}
+	for i := range x {
+		if dx[i] != wantDx[i] || math.Signbit(float64(dx[i])) {
+			t.Errorf("ReLUBackward at x = %v, dy = %v: %v, want %v", x[i], dy[i], dx[i], wantDx[i])
+		}
+	}
+}

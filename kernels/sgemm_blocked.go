@@ -53,7 +53,9 @@ var sgemmBlockedByImpl = map[string]*sgemmBlocked{}
 // package-level var declarations of build-tagged files, like register.
 func registerSgemm(impl string, g *sgemmBlocked) bool {
 	sgemmBlockedByImpl[impl] = g
-	return register(impl, func(o *ops) { o.sgemm, o.sgemmWork, o.sgemmWorkSize = g.sgemm, g.sgemmWork, g.workSize })
+	return register(impl, func(o *ops) {
+		o.sgemm, o.sgemmWork, o.sgemmWorkSize, o.sgemmDriver = g.sgemm, g.sgemmWork, g.workSize, g
+	})
 }
 
 // sgemmWork is the per-call scratch space of sgemmBlocked.
@@ -106,7 +108,17 @@ func (g *sgemmBlocked) putWork(w *sgemmWork) {
 // nr-column panels of one kc×nc block of B and one mr×nr edge tile, each
 // clipped to the product (0 when the product goes to the plain loops).
 func (g *sgemmBlocked) workSize(m, n, k int) int {
-	if m <= 0 || n <= 0 || k <= 0 || m*n*k <= sgemmSmallFlops {
+	if m*n*k <= sgemmSmallFlops {
+		return 0
+	}
+	return g.packSize(m, n, k)
+}
+
+// packSize is workSize without the plain loops' threshold: the packing
+// space gemm uses for an m×n×k product of any size (0 when a dimension is
+// not positive).
+func (g *sgemmBlocked) packSize(m, n, k int) int {
+	if m <= 0 || n <= 0 || k <= 0 {
 		return 0
 	}
 	kc := min(g.kc, k)
@@ -134,12 +146,37 @@ func (g *sgemmBlocked) sgemmWork(transA, transB bool, m, n, k int, alpha float32
 		sgemmRef(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	src := gemmB{trans: transB, b: b, ldb: ldb}
+	g.gemm(transA, m, n, k, alpha, a, lda, &src, beta, c, ldc, nil, work)
+}
+
+// gemmB is the op(B) operand of the blocked driver: the matrix b with row
+// stride ldb, transposed when trans (a plain GEMM), or, when conv is set,
+// a matrix that is never materialised, packed straight from a convolution's
+// input (implicit GEMM, conv_implicit.go).
+type gemmB struct {
+	trans bool
+	b     []float32
+	ldb   int
+	conv  *convIndex
+}
+
+// gemm is the blocked loop nest (see sgemmBlocked) with op(B) described by
+// src and the destination C, the matrix c with row stride ldc, or, when
+// sink is not nil, tiles added into a convolution's input gradient
+// (conv_implicit.go): every C(i, j) is computed once and added to the
+// element of dx it belongs to (beta and c are then unused). m, n, k > 0.
+// The packing buffers are carved from work when work holds
+// packSize(m, n, k) floats, else taken from the free list. src and sink
+// do not escape (sink is a parameter of its own, not a field of a struct
+// holding c: escape analysis would let it leak with c).
+func (g *sgemmBlocked) gemm(transA bool, m, n, k int, alpha float32, a []float32, lda int, src *gemmB, beta float32, c []float32, ldc int, sink *convIndex, work []float32) {
 	// own holds the buffers by value (carved from work, or copied from a
 	// free-list entry, which pooled returns), so w does not escape.
 	var own sgemmWork
 	var pooled *sgemmWork
 	w := &own
-	if ws := g.workSize(m, n, k); len(work) >= ws {
+	if ws := g.packSize(m, n, k); len(work) >= ws {
 		kc := min(g.kc, k)
 		na := (min(g.mc, m) + g.mr - 1) / g.mr * g.mr * kc
 		nb := kc * ((min(g.nc, n) + g.nr - 1) / g.nr * g.nr)
@@ -153,7 +190,11 @@ func (g *sgemmBlocked) sgemmWork(transA, transB bool, m, n, k int, alpha float32
 		nc := min(g.nc, n-jc)
 		for pc := 0; pc < k; pc += g.kc {
 			kc := min(g.kc, k-pc)
-			sgemmPackB(transB, b, ldb, pc, jc, kc, nc, nr, w.b)
+			if src.conv != nil {
+				src.conv.packB(pc, jc, kc, nc, nr, w.b)
+			} else {
+				sgemmPackB(src.trans, src.b, src.ldb, pc, jc, kc, nc, nr, w.b)
+			}
 			bet := beta
 			if pc > 0 {
 				bet = 1
@@ -167,6 +208,11 @@ func (g *sgemmBlocked) sgemmWork(transA, transB bool, m, n, k int, alpha float32
 					for ir := 0; ir < mc; ir += mr {
 						mrr := min(mr, mc-ir)
 						ap := w.a[ir*kc : ir*kc+kc*mr]
+						if sink != nil {
+							g.micro(kc, ap, bp, w.tile, nr, alpha, 0)
+							sink.addTile(ic+ir, jc+jr, mrr, nrr, w.tile, nr)
+							continue
+						}
 						ci := (ic+ir)*ldc + jc + jr
 						if mrr == mr && nrr == nr {
 							g.micro(kc, ap, bp, c[ci:], ldc, alpha, bet)

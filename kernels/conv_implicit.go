@@ -1,0 +1,354 @@
+package kernels
+
+// Implicit-GEMM convolutions.
+//
+// The im2col path (conv.go) writes the K×N column matrix of a chunk to
+// scratch, and the GEMM then reads it again to pack its nr-column panels:
+// two passes over K·N floats (K = (InC/Groups)·KH·KW taps, N = images·P
+// output positions) that cost about as much as the products on the deep
+// model's layers. Here the blocked driver (sgemm_blocked.go) packs its
+// panels straight from the activations instead, through a convIndex that
+// maps a (tap, position) pair of the never-materialised matrix to memory:
+//
+//	tap t      = (c, kh, kw):  c = t / (KH·KW), kh = t % (KH·KW) / KW, kw = t % KW
+//	position j = (i, oh, ow):  i = j / P, oh = j % P / OutW, ow = j % OutW
+//	element    = x[n0+i, g·Cg + c, oh·SH − PH + kh, ow·SW − PW + kw]   (0 in the padding)
+//
+// Columns are image-major (j = i·P + q), so a chunk's GEMM output and dY
+// are copies of whole P-runs away from NCHW.
+//
+//   - Forward: y_g = W_g · col, op(B) = col with taps as rows (tapsRows),
+//     packed from x.
+//   - Filter gradient: dW_g += dY_g · colᵀ, op(B) = colᵀ with positions as
+//     rows, packed from x.
+//   - Data gradient: dcol = W_gᵀ · dY_g is never stored either: the driver
+//     hands every finished mr×nr tile of it to convIndex.addTile, which adds
+//     it into dx (col2im on a tile still in L1).
+//
+// A panel row whose elements lie in one contiguous run of memory (stride 1
+// within one output row, no padding in reach) is one copy; otherwise it is
+// a gather, element by element, with a bounds test only when the panel
+// reaches the padding. The results differ from the im2col path's in the
+// order of the data-gradient sums only; both are tested against the same
+// float64 reference.
+
+// convMaxNR bounds the nr of a driver the implicit path runs on (the
+// per-panel index arrays live on the stack). Every tile of the tables has
+// nr ≤ 48.
+const convMaxNR = 64
+
+// convImplicit turns the implicit path off for tests (the im2col path then
+// runs on every implementation); convTestDriver, when set, replaces the
+// current implementation's driver (tests run tiny blockings on it).
+var (
+	convImplicit   = true
+	convTestDriver *sgemmBlocked
+)
+
+// convDriver returns the blocked driver the implicit path runs on, or nil
+// for the im2col path (the reference implementation has no driver).
+func convDriver() *sgemmBlocked {
+	if !convImplicit {
+		return nil
+	}
+	g := cur.sgemmDriver
+	if convTestDriver != nil {
+		g = convTestDriver
+	}
+	if g == nil || g.nr > convMaxNR || g.kc > convMaxKC {
+		return nil
+	}
+	return g
+}
+
+// convIndex maps the implicit matrices of one chunk (images n0 …, group g)
+// of the shape s to the memory of x (the input, or the input gradient for
+// addTile).
+type convIndex struct {
+	s        ConvShape
+	x        []float32
+	n0, g    int
+	tapsRows bool // op(B)'s rows are taps (forward); else positions (filter gradient)
+
+	// The column indices of the last addTile (its j0 and width), cached
+	// across the mr-row tiles of one column panel.
+	sinkJ0, sinkN     int
+	sinkCols          convCols
+	khw, hw, inHW, cg int
+	outHW, outW       int
+
+	// rows caches the row indices of the block being packed (offset, row
+	// and column per row of op(B)), computed once per block instead of
+	// once per panel.
+	rowOff, rowH, rowW [convMaxKC]int
+}
+
+// convMaxKC bounds the kc of a driver the implicit path runs on (the
+// row cache of convIndex). Every blocking of the tables has kc ≤ 512.
+const convMaxKC = 512
+
+// convCols holds the memory offset, input row and input column (before the
+// tap's kh, kw) of up to convMaxNR matrix columns, and whether they are one
+// contiguous run and the range of their rows and columns.
+type convCols struct {
+	off, h, w              [convMaxNR]int
+	contig                 bool
+	hmin, hmax, wmin, wmax int
+	// runs is the number of contiguous runs (consecutive offsets) and
+	// run[r] the first column of run r; run[runs] is the column count.
+	runs int
+	run  [convMaxNR + 1]int
+}
+
+// convMinRun is the mean run length from which a panel row is packed (or a
+// tile added) run by run with copy and vector loops rather than element
+// by element (a stride-1 convolution whose output rows are narrower than
+// the panel: Sabour's conv1, 20 wide, the deep model's first, 34).
+const convMinRun = 6
+
+func newConvIndex(s ConvShape, x []float32, n0, g int, tapsRows bool) convIndex {
+	return convIndex{s: s, x: x, n0: n0, g: g, tapsRows: tapsRows, sinkJ0: -1,
+		khw: s.KH * s.KW, hw: s.InH * s.InW, inHW: s.InC * s.InH * s.InW, cg: s.InC / s.Groups,
+		outHW: s.OutH() * s.OutW(), outW: s.OutW()}
+}
+
+// tap returns the offset, row and column (kh, kw) of tap t of group g.
+func (ci *convIndex) tap(t int) (off, h, w int) {
+	c, r := t/ci.khw, t%ci.khw
+	h, w = r/ci.s.KW, r%ci.s.KW
+	return (ci.g*ci.cg+c)*ci.hw + h*ci.s.InW + w, h, w
+}
+
+// pos returns the offset, input row and input column of the top-left tap
+// of position j of the chunk (negative in the padding).
+func (ci *convIndex) pos(j int) (off, h, w int) {
+	i, q := j/ci.outHW, j%ci.outHW
+	h = q/ci.outW*ci.s.StrideH - ci.s.PadH
+	w = q%ci.outW*ci.s.StrideW - ci.s.PadW
+	return (ci.n0+i)*ci.inHW + h*ci.s.InW + w, h, w
+}
+
+// row and col index op(B): rows are taps and columns positions when
+// tapsRows, the other way round otherwise.
+func (ci *convIndex) row(p int) (off, h, w int) {
+	if ci.tapsRows {
+		return ci.tap(p)
+	}
+	return ci.pos(p)
+}
+
+func (ci *convIndex) col(j int) (off, h, w int) {
+	if ci.tapsRows {
+		return ci.pos(j)
+	}
+	return ci.tap(j)
+}
+
+// cols fills c with columns j0 … j0+n−1 of op(B).
+func (ci *convIndex) cols(c *convCols, j0, n int) {
+	c.hmin, c.wmin = int(^uint(0)>>1), int(^uint(0)>>1)
+	c.hmax, c.wmax = -c.hmin-1, -c.wmin-1
+	c.runs = 0
+	for jj := 0; jj < n; jj++ {
+		o, h, w := ci.col(j0 + jj)
+		c.off[jj], c.h[jj], c.w[jj] = o, h, w
+		if jj == 0 || o != c.off[jj-1]+1 {
+			c.run[c.runs] = jj
+			c.runs++
+		}
+		c.hmin, c.hmax = min(c.hmin, h), max(c.hmax, h)
+		c.wmin, c.wmax = min(c.wmin, w), max(c.wmax, w)
+	}
+	c.run[c.runs] = n
+	c.contig = c.runs == 1
+}
+
+// byRuns reports whether rows of n columns are best moved run by run.
+func (c *convCols) byRuns(n int) bool { return n >= convMinRun*c.runs }
+
+// inside reports whether every column of c plus the row's (h, w) lies in
+// the input (no padding in reach).
+func (ci *convIndex) inside(c *convCols, h, w int) bool {
+	return h+c.hmin >= 0 && h+c.hmax < ci.s.InH && w+c.wmin >= 0 && w+c.wmax < ci.s.InW
+}
+
+// packB packs op(B)[pc:pc+kc, jc:jc+nc] into nr-column panels, as
+// sgemmPackB does for a stored matrix: panel q holds columns q·nr… at
+// dst[q·nr·kc:], element (p, j) at p·nr+j, columns past nc zero.
+func (ci *convIndex) packB(pc, jc, kc, nc, nr int, dst []float32) {
+	var c convCols
+	x := ci.x
+	for p := 0; p < kc; p++ {
+		ci.rowOff[p], ci.rowH[p], ci.rowW[p] = ci.row(pc + p)
+	}
+	for jr := 0; jr < nc; jr += nr {
+		cols := min(nr, nc-jr)
+		ci.cols(&c, jc+jr, cols)
+		d := dst[jr*kc : jr*kc+kc*nr]
+		off := c.off[:cols]
+		for p := 0; p < kc; p++ {
+			ro, rh, rw := ci.rowOff[p], ci.rowH[p], ci.rowW[p]
+			row := d[p*nr : p*nr+nr]
+			clear(row[cols:])
+			row = row[:cols]
+			switch {
+			case !ci.inside(&c, rh, rw):
+				for jj := range row {
+					h, w := rh+c.h[jj], rw+c.w[jj]
+					if uint(h) < uint(ci.s.InH) && uint(w) < uint(ci.s.InW) {
+						row[jj] = x[ro+off[jj]]
+					} else {
+						row[jj] = 0
+					}
+				}
+			case c.contig:
+				copy(row, x[ro+off[0]:])
+			case c.byRuns(cols):
+				for r := 0; r < c.runs; r++ {
+					a, b := c.run[r], c.run[r+1]
+					copy(row[a:b], x[ro+off[a]:])
+				}
+			default:
+				for jj, o := range off {
+					row[jj] = x[ro+o]
+				}
+			}
+		}
+	}
+}
+
+// addTile adds the mr×nr tile t (row stride ldt) of dcol = W_gᵀ·dY_g,
+// rows i0 … (taps), columns j0 … (positions), into dx (ci.x): every
+// element to the input element it was read from, padding dropped.
+func (ci *convIndex) addTile(i0, j0, mr, nr int, t []float32, ldt int) {
+	c := &ci.sinkCols
+	if j0 != ci.sinkJ0 || nr != ci.sinkN {
+		ci.cols(c, j0, nr)
+		ci.sinkJ0, ci.sinkN = j0, nr
+	}
+	dx := ci.x
+	off := c.off[:nr]
+	for i := 0; i < mr; i++ {
+		ro, rh, rw := ci.tap(i0 + i)
+		tr := t[i*ldt : i*ldt+nr]
+		switch {
+		case !ci.inside(c, rh, rw):
+			for jj, v := range tr {
+				h, w := rh+c.h[jj], rw+c.w[jj]
+				if uint(h) < uint(ci.s.InH) && uint(w) < uint(ci.s.InW) {
+					dx[ro+off[jj]] += v
+				}
+			}
+		case c.contig:
+			d := dx[ro+off[0] : ro+off[0]+nr]
+			for jj, v := range tr {
+				d[jj] += v
+			}
+		case c.byRuns(nr):
+			for r := 0; r < c.runs; r++ {
+				a, b := c.run[r], c.run[r+1]
+				d := dx[ro+off[a] : ro+off[a]+b-a]
+				for jj, v := range tr[a:b] {
+					d[jj] += v
+				}
+			}
+		default:
+			for jj, v := range tr {
+				dx[ro+off[jj]] += v
+			}
+		}
+	}
+}
+
+// implicitDims returns the output positions per image P, the output
+// channels per group, the reduction length (taps per group) and the images
+// per chunk of the implicit GEMMs.
+func (s ConvShape) implicitDims() (p, og, k, nb int) {
+	nb, _ = s.convPlan()
+	return s.OutH() * s.OutW(), s.OutC / s.Groups, s.InC / s.Groups * s.KH * s.KW, nb
+}
+
+// convImplicitForward is the forward pass on the driver drv: per chunk and
+// group, y_g = W_g·col with col packed from x, then the bias and the ReLU
+// when relu (and, for a chunk of several images, the copy from
+// image-major scratch to NCHW).
+func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, work []float32, relu bool) {
+	p, og, k, nb := s.implicitDims()
+	_, outBuf, _ := convWork(s, work)
+	gw := convGemmWork(s, work)
+	for n0 := 0; n0 < s.Batch; n0 += nb {
+		nc := min(nb, s.Batch-n0)
+		ld := nc * p
+		for g := 0; g < s.Groups; g++ {
+			ci := newConvIndex(s, x, n0, g, true)
+			src := gemmB{conv: &ci}
+			out, ldc := outBuf[:og*ld], ld
+			if nc == 1 {
+				out, ldc = y[(n0*s.OutC+g*og)*p:(n0*s.OutC+(g+1)*og)*p], p
+			}
+			drv.gemm(false, og, ld, k, 1, w[g*og*k:], k, &src, 0, out, ldc, nil, gw)
+			for o := 0; o < og; o++ {
+				var b float32
+				if bias != nil {
+					b = bias[g*og+o]
+				}
+				for i := 0; i < nc; i++ {
+					row := y[((n0+i)*s.OutC+g*og+o)*p : ((n0+i)*s.OutC+g*og+o+1)*p]
+					if nc > 1 {
+						copy(row, out[o*ld+i*p:])
+					}
+					switch {
+					case relu:
+						for j, v := range row {
+							row[j] = max(v+b, 0)
+						}
+					case bias != nil:
+						for j := range row {
+							row[j] += b
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// convImplicitBackward is ConvBackward on the driver drv: per chunk, the
+// ReLU mask of its dy (when y is given), its bias gradient (dbias not
+// nil), and per group the filter gradient (dw not nil; dW_g += dY_g·colᵀ
+// with colᵀ packed from x) and the data gradient (dx not nil; the tiles of
+// dcol = W_gᵀ·dY_g added into dx as the driver finishes them).
+// ConvBackwardFilter and ConvBackwardData are its two halves.
+func convImplicitBackward(drv *sgemmBlocked, s ConvShape, dw, dbias, dx, x, dy, w, y, work []float32) {
+	p, og, k, nb := s.implicitDims()
+	_, tBuf, _ := convWork(s, work)
+	gw := convGemmWork(s, work)
+	if dx != nil {
+		clear(dx[:s.XLen()])
+	}
+	for n0 := 0; n0 < s.Batch; n0 += nb {
+		nc := min(nb, s.Batch-n0)
+		ld := nc * p
+		chunk := dy[n0*s.OutC*p : (n0+nc)*s.OutC*p]
+		if y != nil {
+			reluMask(y[n0*s.OutC*p:(n0+nc)*s.OutC*p], chunk, chunk)
+		}
+		if dbias != nil {
+			convBiasGrad(s, dbias, dy, n0, n0+nc)
+		}
+		for g := 0; g < s.Groups; g++ {
+			t := convDyMatrix(s, dy, n0, nc, g, tBuf, true)
+			if dw != nil {
+				ci := newConvIndex(s, x, n0, g, false)
+				src := gemmB{conv: &ci}
+				drv.gemm(false, og, k, ld, 1, t, ld, &src, 1, dw[g*og*k:], k, nil, gw)
+			}
+			if dx == nil {
+				continue
+			}
+			di := newConvIndex(s, dx, n0, g, true)
+			srcD := gemmB{b: t, ldb: ld}
+			drv.gemm(true, k, ld, og, 1, w[g*og*k:], k, &srcD, 0, nil, 0, &di, gw)
+		}
+	}
+}
