@@ -84,6 +84,11 @@ func mulAddRowsBatchSetAVX2(nb int, k int, n int, a []float32, lda int, x []floa
 //go:noescape
 func expAVX2(x []float32, y []float32)
 
+// fmaPeakAVX2 is the AVX2+FMA body of FMAPeakAVX2 (the FMA throughput loop, 12 accumulators of 8 lanes); arguments are checked by the caller.
+//
+//go:noescape
+func fmaPeakAVX2(out []float32, in []float32, iters int)
+
 // gemvNAVX512 is the AVX-512F body of GemvNAVX512 (y += A·x); arguments are checked by the caller.
 //
 //go:noescape
@@ -163,3 +168,8 @@ func mulAddRowsBatchSetAVX512(nb int, k int, n int, a []float32, lda int, x []fl
 //
 //go:noescape
 func expAVX512(x []float32, y []float32)
+
+// fmaPeakAVX512 is the AVX-512F body of FMAPeakAVX512 (the FMA throughput loop, 24 accumulators of 16 lanes); arguments are checked by the caller.
+//
+//go:noescape
+func fmaPeakAVX512(out []float32, in []float32, iters int)

@@ -425,3 +425,69 @@ func ExpAVX512(x, y []float32) {
 		expAVX512(x, y)
 	}
 }
+
+// The accumulators of the FMA throughput loops (asm/_gen/amd64vec/fma.go
+// says why: at least latency × pipes independent FMAs, within the 16 ymm or
+// 32 zmm registers besides the two operands).
+const (
+	FMAPeakAccAVX2   = 12
+	FMAPeakAccAVX512 = 24
+)
+
+// checkFMAPeak checks an FMA throughput loop of w lanes: out holds w
+// values, in 2w, iters ≥ 0. iters = 0 is a valid call (it writes out = 0).
+func checkFMAPeak(kernel string, w int, out, in []float32, iters int) {
+	dims(kernel, iters)
+	need(kernel, "out", out, w-1)
+	need(kernel, "in", in, 2*w-1)
+}
+
+// FMAPeakAVX2 is the FMA throughput loop with AVX2+FMA: FMAPeakAccAVX2 (12)
+// independent accumulators of 8 lanes, each updated once per iteration by
+// one VFMADD231PS, with no memory access in the loop, so that it runs at
+// the FMA issue rate of the core; it does 2·12·8·iters flops. The result
+// only exists to be checked. It is equivalent to
+//
+//	var acc [12][8]float32
+//	for range iters {
+//		for k := range acc {
+//			for l := range 8 {
+//				acc[k][l] += in[l] * in[8+l] // fused: one rounding
+//			}
+//		}
+//	}
+//	for l := range 8 {
+//		s := acc[0][l]
+//		for k := 1; k < 12; k++ {
+//			s += acc[k][l]
+//		}
+//		out[l] = s
+//	}
+func FMAPeakAVX2(out, in []float32, iters int) {
+	checkFMAPeak("FMAPeakAVX2", 8, out, in, iters)
+	fmaPeakAVX2(out, in, iters)
+}
+
+// FMAPeakAVX512 is FMAPeakAVX2 with AVX-512F: FMAPeakAccAVX512 (24)
+// accumulators of 16 lanes (in holds 32 values, out 16), 2·24·16·iters
+// flops. It is equivalent to
+//
+//	var acc [24][16]float32
+//	for range iters {
+//		for k := range acc {
+//			for l := range 16 {
+//				acc[k][l] += in[l] * in[16+l] // fused: one rounding
+//			}
+//		}
+//	}
+//	for l := range 16 {
+//		s := acc[0][l]
+//		for k := 1; k < 24; k++ {
+//			s += acc[k][l]
+//		}
+//		out[l] = s
+//	}
+func FMAPeakAVX512(out, in []float32, iters int) {
+	checkFMAPeak("FMAPeakAVX512", 16, out, in, iters)
+	fmaPeakAVX512(out, in, iters)
+}

@@ -69,3 +69,51 @@ func TestCheckedWrappers(t *testing.T) {
 		k.zero()
 	}
 }
+
+// TestFMAPeakAMD64 checks the FMA throughput loops: a short out or in, or
+// a negative iters, panics with a BoundsError naming it; iters = 0 writes
+// zeros; and with x = in[l] = l+1, y = in[w+l] = w−l (small integers, so
+// every sum is exact) every lane is exactly A·iters·x·y, which fails if an
+// accumulator is dropped or added twice, a lane is lost or the operands are
+// misplaced. Nothing past out[w] is written.
+func TestFMAPeakAMD64(t *testing.T) {
+	type loop struct {
+		name string
+		w, a int
+		f    func(out, in []float32, iters int)
+	}
+	var ls []loop
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
+		ls = append(ls, loop{"FMAPeakAVX2", 8, FMAPeakAccAVX2, FMAPeakAVX2})
+	}
+	if cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512DQ) {
+		ls = append(ls, loop{"FMAPeakAVX512", 16, FMAPeakAccAVX512, FMAPeakAVX512})
+	}
+	if len(ls) == 0 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	for _, l := range ls {
+		mustPanic(t, l.name, "out", func() { l.f(mk(l.w-1), mk(2*l.w), 1) })
+		mustPanic(t, l.name, "in", func() { l.f(mk(l.w), mk(2*l.w-1), 1) })
+		mustPanic(t, l.name, "dimension", func() { l.f(mk(l.w), mk(2*l.w), -1) })
+		in := mk(2 * l.w)
+		for i := range l.w {
+			in[i], in[l.w+i] = float32(i+1), float32(l.w-i)
+		}
+		for _, iters := range []int{0, 1, 7, 1000} {
+			out := mk(l.w + 1)
+			for i := range out {
+				out[i] = -1
+			}
+			l.f(out, in, iters)
+			for i := range l.w {
+				if want := float32(l.a * iters * (i + 1) * (l.w - i)); out[i] != want {
+					t.Errorf("%s iters=%d: out[%d] = %g, want %g", l.name, iters, i, out[i], want)
+				}
+			}
+			if out[l.w] != -1 {
+				t.Errorf("%s iters=%d: out[%d] written", l.name, iters, l.w)
+			}
+		}
+	}
+}

@@ -76,3 +76,8 @@ func ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, 
 //
 //go:noescape
 func ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// fmaPeakNEON is the body of FMAPeakNEON.
+//
+//go:noescape
+func fmaPeakNEON(out, in []float32, iters int)

@@ -275,3 +275,36 @@ func Ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float3
 		ger2GroupsSetNEON(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
 }
+
+// FMAPeakAccNEON is the number of accumulators of FMAPeakNEON
+// (asm/_gen/arm64/fmapeak.s.tmpl says why: at least latency × pipes = 16
+// independent FMLAs on the widest current cores).
+const FMAPeakAccNEON = 24
+
+// FMAPeakNEON is the FMA throughput loop with NEON: FMAPeakAccNEON (24)
+// independent accumulators of 4 lanes, each updated once per iteration by
+// one FMLA, with no memory access in the loop, so that it runs at the FMA
+// issue rate of the core; it does 2·24·4·iters flops. out holds 4 values,
+// in 8, iters ≥ 0 (0 writes out = 0). It is equivalent to
+//
+//	var acc [24][4]float32
+//	for range iters {
+//		for k := range acc {
+//			for l := range 4 {
+//				acc[k][l] += in[l] * in[4+l] // fused: one rounding
+//			}
+//		}
+//	}
+//	for l := range 4 {
+//		s := acc[0][l]
+//		for k := 1; k < 24; k++ {
+//			s += acc[k][l]
+//		}
+//		out[l] = s
+//	}
+func FMAPeakNEON(out, in []float32, iters int) {
+	dims("FMAPeakNEON", iters)
+	need("FMAPeakNEON", "out", out, 3)
+	need("FMAPeakNEON", "in", in, 7)
+	fmaPeakNEON(out, in, iters)
+}

@@ -84,6 +84,14 @@ func neonCases() []neonCase {
 			func() { Ger2GroupsSetNEON(ng, d, n, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
 			func() { Ger2GroupsSetNEON(ng, d, n, mk(xl), mk(xl-1), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
 			func() { Ger2GroupsSetNEON(0, d, n, nil, nil, xs, xk, nil, nil, ldy, nil, lda) }},
+		{"FMAPeakNEON", "in",
+			func() { FMAPeakNEON(mk(4), mk(8), 3) },
+			func() { FMAPeakNEON(mk(4), mk(7), 3) },
+			nil},
+		{"FMAPeakNEON", "out",
+			func() { FMAPeakNEON(mk(4), mk(8), 0) },
+			func() { FMAPeakNEON(mk(3), mk(8), 0) },
+			nil},
 		{"SgemmKernel8x12NEON", "c",
 			func() { SgemmKernel8x12NEON(3, mk(24), mk(36), mk(7*13+12), 13, 1, 1) },
 			func() { SgemmKernel8x12NEON(3, mk(24), mk(36), mk(7*13+11), 13, 1, 1) },
@@ -127,4 +135,26 @@ func TestNEONWrappersCheck(t *testing.T) {
 	}
 	mustPanic(t, "GemvNNEON negative lda", "stride", func() { GemvNNEON(2, 2, mk(4), -1, mk(2), mk(2)) })
 	mustPanic(t, "SgemmKernel8x12NEON ldc < 12", "ldc", func() { SgemmKernel8x12NEON(1, mk(8), mk(12), mk(200), 11, 1, 0) })
+}
+
+// TestFMAPeakNEON: with x = in[l] = l+1 and y = in[4+l] = 4−l (small
+// integers, so every sum is exact) every lane of FMAPeakNEON is exactly
+// FMAPeakAccNEON·iters·x·y, which fails if an accumulator is dropped or
+// added twice, a lane is lost or the operands are misplaced; iters = 0
+// writes zeros; nothing past out[4] is written; a negative iters panics.
+func TestFMAPeakNEON(t *testing.T) {
+	in := []float32{1, 2, 3, 4, 4, 3, 2, 1}
+	for _, iters := range []int{0, 1, 7, 1000} {
+		out := []float32{-1, -1, -1, -1, -1}
+		FMAPeakNEON(out, in, iters)
+		for i := range 4 {
+			if want := float32(FMAPeakAccNEON * iters * (i + 1) * (4 - i)); out[i] != want {
+				t.Errorf("iters=%d: out[%d] = %g, want %g", iters, i, out[i], want)
+			}
+		}
+		if out[4] != -1 {
+			t.Errorf("iters=%d: out[4] written", iters)
+		}
+	}
+	mustPanic(t, "FMAPeakNEON negative iters", "dimension", func() { FMAPeakNEON(mk(4), mk(8), -1) })
 }

@@ -94,6 +94,12 @@ type ops struct {
 	// values), within 2 ulp of float32(math.Exp) with the clamps of expRef.
 	exp func(x, y []float32)
 
+	// fmaPeak is the FMA throughput loop of FMAPeak (peak.go): fn(out, in,
+	// iters) runs iters rounds of one FMA on each of a independent
+	// accumulators of w lanes (acc_k += in[0:w]·in[w:2w]), 2·a·w·iters
+	// flops, and writes their sum to out[0:w].
+	fmaPeak fmaLoop
+
 	// i8Name names the int8 GEMM path (ImplI8): "ref", "avx2", "avx512vnni".
 	i8Name string
 	// gemmI8: c[i*ldc+j] += Σ_p int32(a[i*lda+p])·int32(B[j][p]) for i < m,

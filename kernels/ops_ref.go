@@ -25,6 +25,7 @@ var refOps = ops{
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
 	exp:             expRef,
+	fmaPeak:         fmaLoop{fn: fmaPeakRef, w: fmaRefW, a: fmaRefA},
 	i8Name:          "ref",
 	gemmI8:          gemmI8PackedRef,
 	requant:         requantRef,

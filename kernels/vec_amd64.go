@@ -28,6 +28,7 @@ var _ = register("avx2", func(o *ops) {
 	o.gemvTGroups = asm.GemvTGroupsAVX2
 	o.gemvNGroups = asm.GemvNGroupsAVX2
 	o.exp = asm.ExpAVX2
+	o.fmaPeak = fmaLoop{fn: asm.FMAPeakAVX2, w: 8, a: asm.FMAPeakAccAVX2}
 })
 
 // AVX-512 kernels.
@@ -52,6 +53,7 @@ var _ = register("avx512", func(o *ops) {
 	o.gemvTGroups = asm.GemvTGroupsAVX512
 	o.gemvNGroups = asm.GemvNGroupsAVX512
 	o.exp = asm.ExpAVX512
+	o.fmaPeak = fmaLoop{fn: asm.FMAPeakAVX512, w: 16, a: asm.FMAPeakAccAVX512}
 })
 
 // mulAddRowsBatchBy8 runs the MulAddRowsBatch kernel f, which takes at

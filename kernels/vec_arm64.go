@@ -23,6 +23,7 @@ var _ = register("neon", func(o *ops) {
 	o.ger2GroupsSet = asm.Ger2GroupsSetNEON
 	o.gemvTGroups = asm.GemvTGroupsNEON
 	o.gemvNGroups = asm.GemvNGroupsNEON
+	o.fmaPeak = fmaLoop{fn: asm.FMAPeakNEON, w: 4, a: asm.FMAPeakAccNEON}
 })
 
 // squashKindNEON maps a Squash to the kind argument of the NEON kernels

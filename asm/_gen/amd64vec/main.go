@@ -53,6 +53,7 @@ func main() {
 		mulAddRowsBatch(s, false)
 		mulAddRowsBatch(s, true)
 		expKernel(s)
+		fmaPeak(s)
 	}
 	Generate()
 }

@@ -7,8 +7,9 @@
 //
 //   - vec_arm64.s: the non-GEMM kernels, one template each (exp, gemvN,
 //     gemvT, ger, mulAddRows, softmaxCols, softmaxColsGrad, squash,
-//     squashGrad, gerGroups, gemvTGroups, gemvNGroups, and ger2Groups, which
-//     yields both Ger2Groups and Ger2GroupsSet), after a header whose WORD
+//     squashGrad, gerGroups, gemvTGroups, gemvNGroups, ger2Groups, which
+//     yields both Ger2Groups and Ger2GroupsSet, and fmaPeak, the FMA
+//     throughput loop), after a header whose WORD
 //     macros (the vector instructions the Go assembler lacks) come from the
 //     table below, each encoding with its mnemonic in a comment;
 //   - sgemm_arm64.s: the SGEMM micro-kernel, one template parameterised by
@@ -80,6 +81,7 @@ var funcs = map[string]string{
 	"Ger2GroupsNEON":      "ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int",
 	"Ger2GroupsSetNEON":   "ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int",
 	"RequantRowsNEON":     "rows, n, ld int, q []int8, acc []int32, mul, add []float32, lo float32",
+	"FMAPeakNEON":         "out, in []float32, iters int",
 }
 
 // sgemmParams is the signature of every SGEMM micro-kernel.
@@ -92,6 +94,7 @@ var vecKernels = []struct {
 	tmpl, fn string
 	set      bool   // ger2groups: overwrite a instead of adding
 	label    string // ger2groups: label prefix
+	acc      int    // fmapeak: accumulators
 }{
 	{tmpl: "exp", fn: "ExpNEON"},
 	{tmpl: "gemvn", fn: "GemvNNEON"},
@@ -109,7 +112,12 @@ var vecKernels = []struct {
 	{tmpl: "ger2groups", fn: "Ger2GroupsNEON", label: "ger2"},
 	{tmpl: "ger2groups", fn: "Ger2GroupsSetNEON", set: true, label: "ger2s"},
 	{tmpl: "groups_end"},
+	{tmpl: "fmapeak", fn: "FMAPeakNEON", acc: fmaPeakAcc},
 }
+
+// fmaPeakAcc is the number of accumulators of the FMA throughput loop
+// (fmapeak.s.tmpl, which says why), asm.FMAPeakAccNEON.
+const fmaPeakAcc = 24
 
 // tiles are the SGEMM micro-kernel tiles generated, mr×nr; the first is
 // the one package kernels dispatches to.
@@ -225,6 +233,7 @@ func expConsts() []expConst {
 // A fn is one assembly body.
 type fn struct {
 	Name   string // unexported body, e.g. gemvNNEON
+	Export string // exported kernel, e.g. GemvNNEON
 	Params string // Go parameter list
 	offs   map[string]int
 	Frame  int // argument size
@@ -237,7 +246,7 @@ func newFn(export, params string) (*fn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signature of %s: %w", export, err)
 	}
-	f := &fn{Name: strings.ToLower(export[:1]) + export[1:], Params: params, offs: map[string]int{}}
+	f := &fn{Name: unexport(export), Export: export, Params: params, offs: map[string]int{}}
 	off := 0
 	for _, field := range e.(*ast.FuncType).Params.List {
 		typ := fmt.Sprint(field.Type)
@@ -273,6 +282,21 @@ func newFn(export, params string) (*fn, error) {
 	return f, nil
 }
 
+// unexport is the body name of exported kernel name: its leading capital
+// lowered (GemvNNEON: gemvNNEON), or a leading acronym (FMAPeakNEON:
+// fmaPeakNEON).
+func unexport(name string) string {
+	n := 0
+	for n < len(name) && 'A' <= name[n] && name[n] <= 'Z' {
+		n++
+	}
+	if n > 1 && n < len(name) && 'a' <= name[n] && name[n] <= 'z' {
+		n-- // the last capital starts the next word
+	}
+	n = max(n, 1)
+	return strings.ToLower(name[:n]) + name[n:]
+}
+
 // Decl is the Go declaration of the body.
 func (f *fn) Decl() string { return "func " + f.Name + "(" + f.Params + ")" }
 
@@ -282,6 +306,7 @@ type ctx struct {
 	Consts []expConst
 	Set    bool
 	L      string
+	NAcc   int // fmapeak: accumulators (tile.Acc is the SGEMM plan)
 	*tile
 }
 
@@ -441,8 +466,7 @@ func stubs(w *bytes.Buffer, file string, fns []*fn) {
 	w.WriteString(header + "package asm\n\n")
 	fmt.Fprintf(w, "// The assembly bodies of %s. They do not check lengths: they are\n// called only by the exported, bounds-checked wrappers.\n", file)
 	for _, f := range fns {
-		export := strings.ToUpper(f.Name[:1]) + f.Name[1:]
-		fmt.Fprintf(w, "\n// %s is the body of %s.\n//\n//go:noescape\n%s\n", f.Name, export, f.Decl())
+		fmt.Fprintf(w, "\n// %s is the body of %s.\n//\n//go:noescape\n%s\n", f.Name, f.Export, f.Decl())
 	}
 }
 
@@ -458,7 +482,7 @@ func generate() (map[string][]byte, error) {
 	}
 	var vecFns []*fn
 	for _, k := range vecKernels {
-		c := ctx{Consts: expConsts(), Set: k.set, L: k.label}
+		c := ctx{Consts: expConsts(), Set: k.set, L: k.label, NAcc: k.acc}
 		if k.fn != "" {
 			f, err := newFn(k.fn, funcs[k.fn])
 			if err != nil {

@@ -81,3 +81,21 @@ func TestByElement(t *testing.T) {
 		}
 	}
 }
+
+// TestUnexport checks the body names of exported kernels, a leading
+// acronym included.
+func TestUnexport(t *testing.T) {
+	for export, want := range map[string]string{
+		"GemvNNEON":           "gemvNNEON",
+		"ExpNEON":             "expNEON",
+		"FMAPeakNEON":         "fmaPeakNEON",
+		"SgemmKernel8x12NEON": "sgemmKernel8x12NEON",
+		"GemmI8SDOTNEON":      "gemmI8SDOTNEON",
+		"X":                   "x",
+		"AB":                  "ab",
+	} {
+		if got := unexport(export); got != want {
+			t.Errorf("unexport(%q) = %q, want %q", export, got, want)
+		}
+	}
+}
