@@ -23,6 +23,14 @@
 #                      (-count 1 each, -cpu $CPU (default 1), same BENCH/BENCHTIME), writes
 #                      bench/OLD-vs-NEW/{OLD,NEW}.txt and benchstat's one-table
 #                      comparison bench/OLD-vs-NEW/benchstat.txt
+#   ./build.sh bench-peer
+#                      Capstan against its peers on this machine (bench/peer.sh): COUNT (6)
+#                      alternating rounds of Capstan's training, inference and batch-1 benchmarks,
+#                      the PyTorch peer on the same cases, Capstan's SGEMM and the OpenBLAS peer
+#                      (one thread); prints and saves a Markdown table of medians, ranges and
+#                      ratios in bench/peer-<family>-<model>-<date>/ (CAPSTAN_PEERS: the peers'
+#                      directory, default ../shared/peers; QUICK=1: one short round; a missing
+#                      peer or python3-torch is named and skipped)
 #   ./build.sh tiles   the SGEMM tile sweep on this CPU (ROUNDS, BENCH, BENCHTIME): which
 #                      micro-kernel tile and blocking to use here (docs/sgemm-tiles.md)
 #   ./build.sh fuzz    run every fuzz target (func FuzzX in a _test.go) for FUZZTIME each
@@ -410,6 +418,12 @@ cmd_tiles() {
 	say "medians in $out.benchstat; set CAPSTAN_SGEMM_TILE or add a row to sgemmCPUTable (docs/sgemm-tiles.md)"
 }
 
+# cmd_bench_peer runs bench/peer.sh (its header lists the environment).
+cmd_bench_peer() {
+	need_go
+	bench/peer.sh
+}
+
 case "${1:-}" in
 build) cmd_build ;;
 test) cmd_test ;;
@@ -418,6 +432,7 @@ cluster-test) .ci/cluster-test.sh ;;
 bench) cmd_bench ;;
 benchcmp) shift; cmd_benchcmp "$@" ;;
 tiles) cmd_tiles ;;
+bench-peer) cmd_bench_peer ;;
 fuzz) cmd_fuzz ;;
 data) shift; cmd_data "$@" ;;
 *)

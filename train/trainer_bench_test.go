@@ -24,13 +24,18 @@ func BenchmarkTrainStep(b *testing.B) {
 }
 
 // BenchmarkInfer times inference (forward only, decoder masked by the
-// prediction) on the same shapes, and batch-1 latency.
+// prediction) on the same shapes, and batch-1 latency with one and with
+// two threads asked for (./build.sh bench-peer reports the better of the
+// two, as for the PyTorch peer; eval.New runs at most one replica per
+// image, so at batch 1 both run one today).
 func BenchmarkInfer(b *testing.B) {
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) { benchModel(b, c.model, c.batch, false) })
 	}
 	for _, m := range []string{"sabour", "deep"} {
-		b.Run(fmt.Sprintf("model=%s/batch=1/threads=1", m), func(b *testing.B) { benchModelThreads(b, m, 1, 1, false) })
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("model=%s/batch=1/threads=%d", m, threads), func(b *testing.B) { benchModelThreads(b, m, 1, threads, false) })
+		}
 	}
 }
 
