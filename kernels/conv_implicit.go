@@ -94,10 +94,12 @@ type convCols struct {
 	off, h, w              [convMaxNR]int
 	contig                 bool
 	hmin, hmax, wmin, wmax int
-	// runs is the number of contiguous runs (consecutive offsets) and
+	// runs is the number of runs (columns whose offsets step by a constant
+	// step[r]: 1 in a stride-1 output row, the stride in a strided one),
 	// run[r] the first column of run r; run[runs] is the column count.
 	runs int
 	run  [convMaxNR + 1]int
+	step [convMaxNR]int
 }
 
 // convMinRun is the mean run length from which a panel row is packed (or a
@@ -152,15 +154,18 @@ func (ci *convIndex) cols(c *convCols, j0, n int) {
 	for jj := 0; jj < n; jj++ {
 		o, h, w := ci.col(j0 + jj)
 		c.off[jj], c.h[jj], c.w[jj] = o, h, w
-		if jj == 0 || o != c.off[jj-1]+1 {
-			c.run[c.runs] = jj
+		switch r := c.runs - 1; {
+		case jj == 0 || (jj-c.run[r] > 1 && o-c.off[jj-1] != c.step[r]) || o <= c.off[jj-1]:
+			c.run[c.runs], c.step[c.runs] = jj, 1
 			c.runs++
+		case jj-c.run[r] == 1: // the run's second column sets its step
+			c.step[r] = o - c.off[jj-1]
 		}
 		c.hmin, c.hmax = min(c.hmin, h), max(c.hmax, h)
 		c.wmin, c.wmax = min(c.wmin, w), max(c.wmax, w)
 	}
 	c.run[c.runs] = n
-	c.contig = c.runs == 1
+	c.contig = c.runs == 1 && c.step[0] == 1
 }
 
 // byRuns reports whether rows of n columns are best moved run by run.
@@ -189,8 +194,10 @@ func (ci *convIndex) packB(pc, jc, kc, nc, nr int, dst []float32) {
 		for p := 0; p < kc; p++ {
 			ro, rh, rw := ci.rowOff[p], ci.rowH[p], ci.rowW[p]
 			row := d[p*nr : p*nr+nr]
-			clear(row[cols:])
-			row = row[:cols]
+			if cols < nr {
+				clear(row[cols:])
+				row = row[:cols]
+			}
 			switch {
 			case !ci.inside(&c, rh, rw):
 				for jj := range row {
@@ -206,7 +213,7 @@ func (ci *convIndex) packB(pc, jc, kc, nc, nr int, dst []float32) {
 			case c.byRuns(cols):
 				for r := 0; r < c.runs; r++ {
 					a, b := c.run[r], c.run[r+1]
-					copy(row[a:b], x[ro+off[a]:])
+					gatherStrided(row[a:b], x[ro+off[a]:], c.step[r])
 				}
 			default:
 				for jj, o := range off {
@@ -247,10 +254,7 @@ func (ci *convIndex) addTile(i0, j0, mr, nr int, t []float32, ldt int) {
 		case c.byRuns(nr):
 			for r := 0; r < c.runs; r++ {
 				a, b := c.run[r], c.run[r+1]
-				d := dx[ro+off[a] : ro+off[a]+b-a]
-				for jj, v := range tr[a:b] {
-					d[jj] += v
-				}
+				addStrided(dx[ro+off[a]:], tr[a:b], c.step[r])
 			}
 		default:
 			for jj, v := range tr {
@@ -350,5 +354,54 @@ func convImplicitBackward(drv *sgemmBlocked, s ConvShape, dw, dbias, dx, x, dy, 
 			srcD := gemmB{b: t, ldb: ld}
 			drv.gemm(true, k, ld, og, 1, w[g*og*k:], k, &srcD, 0, nil, 0, &di, gw)
 		}
+	}
+}
+
+// gatherStrided sets dst[j] = src[j·st] for j < len(dst) (st ≥ 1).
+func gatherStrided(dst, src []float32, st int) {
+	n := len(dst)
+	if n == 0 {
+		return
+	}
+	switch st {
+	case 1:
+		copy(dst, src[:n])
+	case 2:
+		// Unrolled by 4 with constant indices into re-sliced windows: two
+		// bounds checks per four values.
+		src = src[:2*n-1]
+		j := 0
+		for ; j+4 <= n; j += 4 {
+			s4 := src[2*j : 2*j+7]
+			d4 := dst[j : j+4]
+			d4[0], d4[1], d4[2], d4[3] = s4[0], s4[2], s4[4], s4[6]
+		}
+		for ; j < n; j++ {
+			dst[j] = src[2*j]
+		}
+	default:
+		src = src[:st*(n-1)+1]
+		for j := range dst {
+			dst[j] = src[st*j]
+		}
+	}
+}
+
+// addStrided adds src[j] to dst[j·st] for j < len(src) (st ≥ 1).
+func addStrided(dst, src []float32, st int) {
+	n := len(src)
+	if n == 0 {
+		return
+	}
+	if st == 1 {
+		dst = dst[:n]
+		for j, v := range src {
+			dst[j] += v
+		}
+		return
+	}
+	dst = dst[:st*(n-1)+1]
+	for j, v := range src {
+		dst[st*j] += v
 	}
 }

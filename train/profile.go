@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -33,6 +34,8 @@ type Profile struct {
 	// Peak1 and PeakAll are the measured FMA peaks in GFLOP/s of one core
 	// and of Threads cores (kernels.FMAPeak); 0 leaves the columns out.
 	Peak1, PeakAll float64
+	// PeakLoop describes the loop that measured them (kernels.FMAPeakInfo).
+	PeakLoop string
 }
 
 // Profile runs steps timed training steps on x and labels (after one
@@ -106,6 +109,19 @@ func ProfileModel(cfg capsnet.Config, batch, threads, steps int, seed uint64) (*
 		return nil, err
 	}
 	prof.Model, prof.Kernels = cfg.Name, kernels.Impl()
+	// The FMA peak of one core and of the replicas' cores, measured after
+	// the steps (about 0.3 s each); more replicas than GOMAXPROCS have no
+	// peak of their own.
+	if prof.Peak1, err = kernels.FMAPeak(1, 300*time.Millisecond); err != nil {
+		return nil, err
+	}
+	prof.PeakAll = prof.Peak1
+	if t := len(tr.Reps); t > 1 && t <= runtime.GOMAXPROCS(0) {
+		if prof.PeakAll, err = kernels.FMAPeak(t, 300*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	prof.PeakLoop = kernels.FMAPeakInfo().String()
 	return prof, nil
 }
 
@@ -121,7 +137,7 @@ func (p *Profile) WriteMarkdown(w io.Writer) error {
 	ew.printf("Per-operation profile: model %s, batch %d on %d thread(s) (replica 0: %d images), %d steps, kernels %s.\n",
 		p.Model, p.Batch, p.Threads, p.RepBatch, p.Steps, p.Kernels)
 	if p.Peak1 > 0 {
-		ew.printf("FMA peak (kernels.FMAPeak): %.1f GFLOP/s on one core, %.1f on %d.\n", p.Peak1, p.PeakAll, p.Threads)
+		ew.printf("FMA peak (kernels.FMAPeak, %s): %.1f GFLOP/s on one core, %.1f on %d.\n", p.PeakLoop, p.Peak1, p.PeakAll, p.Threads)
 	}
 	ew.printf("\n| phase | step | µs/img (1 core) | MFLOP/img | GFLOP/s (1 core) | %% of 1-core peak | %% of step |\n|---|---|---:|---:|---:|---:|---:|\n")
 	var sched float64
