@@ -59,9 +59,10 @@ func benchConv(b *testing.B, pass int) {
 					run(b)
 					return
 				}
-				// Both GEMM paths, side by side in one run: the implicit
-				// GEMM (the default) and the im2col path it replaced.
-				b.Run("path=implicit", run)
+				// Both GEMM paths, side by side in one run: the default
+				// (the implicit GEMM; im2col for a stride-1 filter
+				// gradient, see implicitFilter) and the im2col path.
+				b.Run("path=default", run)
 				b.Run("path=im2col", func(b *testing.B) {
 					defer func() { convImplicit = true }()
 					convImplicit = false

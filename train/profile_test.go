@@ -2,10 +2,12 @@ package train
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/kernels"
 )
 
 func TestProfileModel(t *testing.T) {
@@ -44,5 +46,70 @@ func TestProfileModel(t *testing.T) {
 	}
 	if _, err := ProfileModel(cfg, 6, 2, 0, 1); err == nil {
 		t.Error("0 steps: no error")
+	}
+}
+
+// TestOptimizeShares checks the parallel optimizer step against the serial
+// one it replaced: with 3 replicas (uneven ranges, and parameters shorter
+// than the replica count), every parameter, moment and reduced gradient
+// has the bits of the reduction and Adam step run over whole parameters.
+func TestOptimizeShares(t *testing.T) {
+	cfg := capsnet.Presets()["tiny-deep3"]
+	p, err := capsnet.NewParams(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Init(3)
+	tr, err := NewTrainer(p, 7, 3, kernels.DefaultAdamParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	x := make([]float32, 7*tr.Reps[0].InputLen())
+	for i := range x {
+		x[i] = float32(i%11) / 11
+	}
+	labels := []int{0, 1, 2, 3, 4, 5, 6}
+	const lr = 1e-3
+	for step := 1; step <= 2; step++ {
+		if err := tr.run(x, labels, false); err != nil {
+			t.Fatal(err)
+		}
+		// The serial reference on copies of the state.
+		var want [][4][]float32
+		a := tr.Adam
+		a.LR = lr
+		for i, q := range p.List {
+			w := append([]float32(nil), q.Buf.Data()...)
+			m := append([]float32(nil), tr.m[i].Data()...)
+			v := append([]float32(nil), tr.v[i].Data()...)
+			g := make([]float32, len(w))
+			if q.Trainable {
+				for r, n := range tr.Reps {
+					tr.reduce(g, r, n.Grads[i].Data())
+				}
+				if err := kernels.AdamStep(a, step, w, g, m, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want = append(want, [4][]float32{w, m, v, g})
+		}
+		tr.Step = step
+		tr.lr = lr
+		if err := tr.dispatch(phaseOptimize); err != nil {
+			t.Fatal(err)
+		}
+		for i, q := range p.List {
+			if !q.Trainable {
+				continue
+			}
+			for k, got := range [][]float32{q.Buf.Data(), tr.m[i].Data(), tr.v[i].Data(), tr.grad[i].Data()} {
+				for e := range got {
+					if math.Float32bits(got[e]) != math.Float32bits(want[i][k][e]) {
+						t.Fatalf("step %d, %s, array %d (w, m, v, g), element %d of %d: %v, want %v", step, q.Name, k, e, len(got), got[e], want[i][k][e])
+					}
+				}
+			}
+		}
 	}
 }

@@ -40,6 +40,10 @@ type Trainer struct {
 	// optNs adds up the nanoseconds of the optimizer phase (reduction and
 	// Adam) of every TrainStep, for Profile.
 	optNs int64
+	// phase is what the replicas' goroutines run next (phaseStep,
+	// phaseOptimize), lr the learning rate of the optimizer phase.
+	phase int
+	lr    float64
 }
 
 // NewTrainer compiles threads replicas for a total batch size batch (split
@@ -117,9 +121,19 @@ func CheckMemory(cfg capsnet.Config, batch, threads int) error {
 	return m.Check()
 }
 
+// Phases of the replicas' goroutines (Trainer.phase).
+const (
+	phaseStep     = iota // forward (and backward) of the replica's slice of the batch
+	phaseOptimize        // the replica's share of the reduction and Adam step
+)
+
 func (t *Trainer) worker(r int, ch chan struct{}) {
 	n := t.Reps[r]
 	for range ch {
+		if t.phase == phaseOptimize {
+			t.done <- t.optimize(r)
+			continue
+		}
 		s, img := t.starts[r], n.InputLen()
 		err := n.Forward(t.x[s*img:(s+n.Batch)*img], t.labels[s:s+n.Batch])
 		if err == nil && !t.evalOnly && t.tele != nil && t.tele.on {
@@ -191,21 +205,43 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 	if t.tele != nil {
 		t.tele.reduce(t)
 	}
+	// The reduction and the Adam step are element-wise: every replica's
+	// goroutine takes its share of every parameter (optimize), so the
+	// memory-bound pass runs on every core, with the same arithmetic per
+	// element as on one.
+	t.lr = lr
+	if err := t.dispatch(phaseOptimize); err != nil {
+		return margin, recon, err
+	}
+	return margin, recon, nil
+}
+
+// optimize runs replica r's share of the optimizer step: for every
+// trainable parameter, the r-th of len(Reps) contiguous ranges of its
+// elements is reduced over the replicas (in replica order) and updated by
+// Adam with the learning rate t.lr.
+func (t *Trainer) optimize(r int) error {
+	a := t.Adam
+	a.LR = t.lr
+	nr := len(t.Reps)
 	for i, q := range t.P.List {
 		if !q.Trainable {
 			continue
 		}
-		g := t.grad[i].Data()
-		for r, n := range t.Reps {
-			t.reduce(g, r, n.Grads[i].Data())
+		n := q.Buf.Len()
+		lo, hi := r*n/nr, (r+1)*n/nr
+		if lo == hi {
+			continue
 		}
-		a := t.Adam
-		a.LR = lr
-		if err := kernels.AdamStep(a, t.Step, q.Buf.Data(), g, t.m[i].Data(), t.v[i].Data()); err != nil {
-			return margin, recon, fmt.Errorf("adam %s: %w", q.Name, err)
+		g := t.grad[i].Data()[lo:hi]
+		for rr, rep := range t.Reps {
+			t.reduce(g, rr, rep.Grads[i].Data()[lo:hi])
+		}
+		if err := kernels.AdamStep(a, t.Step, q.Buf.Data()[lo:hi], g, t.m[i].Data()[lo:hi], t.v[i].Data()[lo:hi]); err != nil {
+			return fmt.Errorf("adam %s: %w", q.Name, err)
 		}
 	}
-	return margin, recon, nil
+	return nil
 }
 
 // reduce adds replica r's share of a gradient, (b_r/B)·src, to g (r = 0
@@ -233,6 +269,15 @@ func (t *Trainer) run(x []float32, labels []int, evalOnly bool) (err error) {
 		n.SetMaskByLabel(!evalOnly)
 	}
 	t.x, t.labels, t.evalOnly = x, labels, evalOnly
+	err = t.dispatch(phaseStep)
+	t.x, t.labels = nil, nil // keep no reference to the caller's batch
+	return err
+}
+
+// dispatch runs phase on every replica's goroutine and waits for all of
+// them; it returns the first error.
+func (t *Trainer) dispatch(phase int) (err error) {
+	t.phase = phase
 	for _, ch := range t.work {
 		ch <- struct{}{}
 	}
@@ -241,7 +286,6 @@ func (t *Trainer) run(x []float32, labels []int, evalOnly bool) (err error) {
 			err = e
 		}
 	}
-	t.x, t.labels = nil, nil // keep no reference to the caller's batch
 	return err
 }
 
