@@ -19,8 +19,38 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	if m == 0 || n == 0 {
 		return nil
 	}
+	if sgemmByRows(transA, transB, m, k, alpha) {
+		sgemmGemvRows(m, n, k, a, lda, b, ldb, beta, c, ldc)
+		return nil
+	}
 	cur.sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	return nil
+}
+
+// sgemmGemvMaxRows is the largest m that sgemmByRows hands to the
+// matrix-vector kernel: a fully connected layer at batch 1 or 2, where the
+// blocked driver would pack the whole weight matrix to use each packed
+// value once or twice (the deep model's decoder ran at 2 GFLOP/s at batch
+// 1; its GEMV reads the weights once per row, at memory speed).
+const sgemmGemvMaxRows = 2
+
+// sgemmByRows reports whether C = A·Bᵀ runs row by row on the gemvN
+// primitive: A not transposed, B transposed (both then contiguous along
+// k), alpha 1, at most sgemmGemvMaxRows rows, on an implementation with a
+// blocked driver (the reference keeps its loops).
+func sgemmByRows(transA, transB bool, m, k int, alpha float32) bool {
+	return !transA && transB && alpha == 1 && m <= sgemmGemvMaxRows && k > 0 && cur.sgemmDriver != nil
+}
+
+// sgemmGemvRows computes C = A·Bᵀ + beta·C one row at a time:
+// C[i, :] = beta·C[i, :] + B·A[i, :] with B read as the n×k row-major
+// matrix b (row stride ldb).
+func sgemmGemvRows(m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		sgemmScaleC(1, n, beta, row, n)
+		cur.gemvN(n, k, b, ldb, a[i*lda:i*lda+k], row)
+	}
 }
 
 // SgemmWorkSize returns the number of float32 of work space SgemmWork needs
@@ -53,6 +83,10 @@ func SgemmWork(transA, transB bool, m, n, k int, alpha float32, a []float32, lda
 		return fmt.Errorf("kernels.SgemmWork: work has %d elements, SgemmWorkSize(%d, %d, %d) is %d", len(work), m, n, k, ws)
 	}
 	if m == 0 || n == 0 {
+		return nil
+	}
+	if sgemmByRows(transA, transB, m, k, alpha) {
+		sgemmGemvRows(m, n, k, a, lda, b, ldb, beta, c, ldc)
 		return nil
 	}
 	cur.sgemmWork(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, work)

@@ -550,3 +550,29 @@ func TestSgemmWork(t *testing.T) {
 		t.Error("SgemmWorkSize of a bad or tiny product is not 0")
 	}
 }
+
+// TestSgemmByRows covers the matrix-vector path of Sgemm and SgemmWork (C =
+// A·Bᵀ with alpha 1 and one or two rows, a fully connected layer at batch 1
+// or 2) on every implementation: it must be taken where there is a blocked
+// driver and agree with the reference within sgemmTol, beta 0 (C not read)
+// and beta ≠ 0, with padding and offsets.
+func TestSgemmByRows(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, name string) {
+		if got := sgemmByRows(false, true, 1, 70, 1); got != (cur.sgemmDriver != nil) {
+			t.Errorf("sgemmByRows = %v on %s, want %v", got, name, cur.sgemmDriver != nil)
+		}
+		rng := rand.New(rand.NewPCG(9, 10))
+		work := func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error {
+			return SgemmWork(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, make([]float32, SgemmWorkSize(m, n, k)))
+		}
+		for _, m := range []int{1, 2} {
+			for _, beta := range []float32{0, 0.3} {
+				for _, nk := range [][2]int{{45, 70}, {1600, 1024}, {3, 1}} {
+					tc := sgemmCase{transB: true, m: m, n: nk[0], k: nk[1], alpha: 1, beta: beta, padA: 3, padB: 1, padC: 2, offA: 1, offB: 2, offC: 3}
+					sgemmRunCase(t, rng, name+" Sgemm", Sgemm, tc)
+					sgemmRunCase(t, rng, name+" SgemmWork", work, tc)
+				}
+			}
+		}
+	})
+}
