@@ -72,6 +72,8 @@ type Net struct {
 	forwardDone, reconstructed bool
 	// prof holds the per-step timers (SetProfiling).
 	prof profile
+	// help runs the second halves of split convolutions (SetConvThreads).
+	help *helper
 }
 
 type convLayer struct {
@@ -84,6 +86,9 @@ type convLayer struct {
 	// work and bwork are the forward's and the backward's scratch (im2col
 	// and SGEMM packing): separate buffers, so each lives in its own step.
 	work, bwork *graph.Buf
+	// split is the second half of the output channels when the forward
+	// runs on two threads (SetConvThreads), else nil.
+	split *convSplit
 }
 
 type primaryLayer struct {
@@ -504,13 +509,7 @@ func (L *fcLayer) fcFLOPs() float64 { return 2 * float64(L.batch) * float64(L.in
 func (n *Net) scheduleForward() {
 	f := stepAdder(&n.forward)
 	for _, L := range n.convs {
-		conv := kernels.ConvForward
-		if L.ReLU {
-			conv = kernels.ConvForwardReLU // the ReLU fused into the convolution's epilogue
-		}
-		f("conv "+L.Name, L.sh.FLOPs(), func() error {
-			return conv(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
-		}, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
+		f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
 	}
 	lastY := n.convs[len(n.convs)-1].y
 	f("primary capsules", 0, n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))

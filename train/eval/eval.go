@@ -48,7 +48,8 @@ type Evaluator struct {
 // capped at batch). threads above capsnet.MaxThreads, or replicas that
 // together need more than the process's memory limit
 // (Layout.InferenceMemory, capsnet.ProcessMemory.Check), are refused
-// before anything is compiled.
+// before anything is compiled. A batch of 1 with threads ≥ 2 runs on one
+// replica whose convolutions use two threads (capsnet.Net.SetConvThreads).
 func New(p *capsnet.Params, batch, threads int) (*Evaluator, error) {
 	if p == nil {
 		return nil, fmt.Errorf("eval: no parameters")
@@ -68,6 +69,12 @@ func New(p *capsnet.Params, batch, threads int) (*Evaluator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
+	// One image has no second replica to share the cores with: it gets
+	// both halves of every convolution on two threads instead.
+	intra := 1
+	if batch == 1 && threads >= 2 {
+		intra = 2
+	}
 	threads = min(threads, batch)
 	nets := make([]*capsnet.Net, 0, threads)
 	for r := 0; r < threads; r++ {
@@ -78,6 +85,11 @@ func New(p *capsnet.Params, batch, threads int) (*Evaluator, error) {
 		n, err := capsnet.NewInferenceNet(p, b)
 		if err != nil {
 			return nil, fmt.Errorf("eval: replica %d: %w", r, err)
+		}
+		if intra > 1 {
+			if err := n.SetConvThreads(intra); err != nil {
+				return nil, fmt.Errorf("eval: %w", err)
+			}
 		}
 		nets = append(nets, n)
 	}
@@ -226,6 +238,11 @@ func (e *Evaluator) Close() {
 	e.closed = true
 	for _, ch := range e.work {
 		close(ch)
+	}
+	if e.owned {
+		for _, n := range e.nets {
+			n.Close() // the convolution helper of a batch-1 Net on two threads
+		}
 	}
 }
 
