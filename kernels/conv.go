@@ -204,6 +204,9 @@ func (s ConvShape) WorkSize() int {
 	if nb > 1 {
 		n += cs * s.InH * s.InW * nb // CHWN input slab
 	}
+	if s.dgradAsConv() {
+		n = max(n, s.dgradBase())
+	}
 	return n
 }
 
@@ -223,8 +226,14 @@ func (s ConvShape) ArenaWorkSize() int {
 	nb, cs := s.convPlan()
 	og, ld, ck := s.OutC/s.Groups, nb*s.OutH()*s.OutW(), cs*s.KH*s.KW
 	k := s.InC / s.Groups * s.KH * s.KW // the implicit GEMMs' whole reduction
-	return ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld),
+	n := ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld),
 		convPackSize(og, ld, k), convPackSize(k, ld, og), convPackSize(og, k, ld))
+	if s.dgradAsConv() {
+		t := s.dgradShape()
+		_, og2, k2, nb2 := t.implicitDims()
+		n = max(n, s.dgradBase()+convPackSize(og2, nb2*t.OutH()*t.OutW(), k2))
+	}
+	return n
 }
 
 // convPackSize is the packing space of an implicit-GEMM product of m×n×k
@@ -300,7 +309,8 @@ func convForward(fn string, sh ConvShape, y, x, w, bias, work []float32, relu bo
 			reluRows(y[:sh.YLen()], y)
 		}
 	case drv != nil:
-		convImplicitForward(drv, sh, y, x, w, bias, work, relu)
+		_, outBuf, _ := convWork(sh, work)
+		convImplicitForward(drv, sh, y, x, w, bias, outBuf, convGemmWork(sh, work), relu)
 	default:
 		convGemmForward(sh, y, x, w, bias, work)
 		if relu {
@@ -395,6 +405,10 @@ func ConvBackwardData(sh ConvShape, dx, dy, w, work []float32) error {
 		return nil
 	}
 	if drv := convDriver(); drv != nil {
+		if sh.dgradAsConv() {
+			convDgradAsConv(drv, sh, dx, dy, w, work)
+			return nil
+		}
 		convImplicitBackward(drv, sh, nil, nil, dx, nil, dy, w, nil, work)
 		return nil
 	}

@@ -94,9 +94,10 @@ type convCols struct {
 	off, h, w              [convMaxNR]int
 	contig                 bool
 	hmin, hmax, wmin, wmax int
-	// runs is the number of runs (columns whose offsets step by a constant
-	// step[r]: 1 in a stride-1 output row, the stride in a strided one),
-	// run[r] the first column of run r; run[runs] is the column count.
+	// runs is the number of runs (columns in one input row, h constant,
+	// whose offsets and w step by a constant step[r]: 1 in a stride-1
+	// output row, the stride in a strided one), run[r] the first column of
+	// run r; run[runs] is the column count.
 	runs int
 	run  [convMaxNR + 1]int
 	step [convMaxNR]int
@@ -155,7 +156,7 @@ func (ci *convIndex) cols(c *convCols, j0, n int) {
 		o, h, w := ci.col(j0 + jj)
 		c.off[jj], c.h[jj], c.w[jj] = o, h, w
 		switch r := c.runs - 1; {
-		case jj == 0 || (jj-c.run[r] > 1 && o-c.off[jj-1] != c.step[r]) || o <= c.off[jj-1]:
+		case jj == 0 || (jj-c.run[r] > 1 && o-c.off[jj-1] != c.step[r]) || o <= c.off[jj-1] || h != c.h[jj-1]:
 			c.run[c.runs], c.step[c.runs] = jj, 1
 			c.runs++
 		case jj-c.run[r] == 1: // the run's second column sets its step
@@ -175,6 +176,28 @@ func (c *convCols) byRuns(n int) bool { return n >= convMinRun*c.runs }
 // the input (no padding in reach).
 func (ci *convIndex) inside(c *convCols, h, w int) bool {
 	return h+c.hmin >= 0 && h+c.hmax < ci.s.InH && w+c.wmin >= 0 && w+c.wmax < ci.s.InW
+}
+
+// validRun returns the columns [a+lo, a+hi) of the run [a, b) (step st in
+// w, one input row) that lie in the input once the row's (rh, rw) is
+// added; lo = hi when none does.
+func (ci *convIndex) validRun(c *convCols, a, b, rh, rw, st int) (lo, hi int) {
+	n := b - a
+	if h := c.h[a] + rh; h < 0 || h >= ci.s.InH {
+		return 0, 0
+	}
+	w0 := c.w[a] + rw
+	if w0 < 0 {
+		lo = (-w0 + st - 1) / st // the first j with w0 + j·st ≥ 0
+	}
+	if ci.s.InW-w0 <= 0 {
+		return 0, 0
+	}
+	hi = min(n, (ci.s.InW-w0+st-1)/st) // the first j with w0 + j·st ≥ InW
+	if lo >= hi {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // packB packs op(B)[pc:pc+kc, jc:jc+nc] into nr-column panels, as
@@ -199,6 +222,18 @@ func (ci *convIndex) packB(pc, jc, kc, nc, nr int, dst []float32) {
 				row = row[:cols]
 			}
 			switch {
+			case !ci.inside(&c, rh, rw) && c.byRuns(cols):
+				// In reach of the padding: each run's valid part is a
+				// contiguous range of its columns.
+				for r := 0; r < c.runs; r++ {
+					a, b := c.run[r], c.run[r+1]
+					lo, hi := ci.validRun(&c, a, b, rh, rw, c.step[r])
+					clear(row[a : a+lo])
+					if lo < hi {
+						gatherStrided(row[a+lo:a+hi], x[ro+off[a+lo]:], c.step[r])
+					}
+					clear(row[a+hi : b])
+				}
 			case !ci.inside(&c, rh, rw):
 				for jj := range row {
 					h, w := rh+c.h[jj], rw+c.w[jj]
@@ -276,19 +311,19 @@ func (s ConvShape) implicitDims() (p, og, k, nb int) {
 // group, y_g = W_g·col with col packed from x, then the bias and the ReLU
 // when relu (and, for a chunk of several images, the copy from
 // image-major scratch to NCHW).
-func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, work []float32, relu bool) {
+// outBuf holds og·nb·P floats when chunks have several images (unused
+// otherwise), gw the products' packing space.
+func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, outBuf, gw []float32, relu bool) {
 	p, og, k, nb := s.implicitDims()
-	_, outBuf, _ := convWork(s, work)
-	gw := convGemmWork(s, work)
 	for n0 := 0; n0 < s.Batch; n0 += nb {
 		nc := min(nb, s.Batch-n0)
 		ld := nc * p
 		for g := 0; g < s.Groups; g++ {
 			ci := newConvIndex(s, x, n0, g, true)
 			src := gemmB{conv: &ci}
-			out, ldc := outBuf[:og*ld], ld
-			if nc == 1 {
-				out, ldc = y[(n0*s.OutC+g*og)*p:(n0*s.OutC+(g+1)*og)*p], p
+			out, ldc := y[(n0*s.OutC+g*og)*p:(n0*s.OutC+(g+1)*og)*p], p
+			if nc > 1 {
+				out, ldc = outBuf[:og*ld], ld
 			}
 			drv.gemm(false, og, ld, k, 1, w[g*og*k:], k, &src, 0, out, ldc, nil, gw)
 			for o := 0; o < og; o++ {
