@@ -89,6 +89,26 @@ func expAVX2(x []float32, y []float32)
 //go:noescape
 func fmaPeakAVX2(out []float32, in []float32, iters int)
 
+// softmaxRowsAVX2 is the AVX2+FMA body of SoftmaxRowsAVX2 (row softmax); arguments are checked by the caller.
+//
+//go:noescape
+func softmaxRowsAVX2(rows int, n int, l []float32, c []float32)
+
+// softmaxRowsGradAVX2 is the AVX2+FMA body of SoftmaxRowsGradAVX2 (row softmax gradient); arguments are checked by the caller.
+//
+//go:noescape
+func softmaxRowsGradAVX2(rows int, n int, c []float32, dc []float32, dl []float32)
+
+// ger2GemvGroupsAVX2 is the AVX2+FMA body of Ger2GemvGroupsAVX2 (grouped rank-2 updates of a row bias α·a·y2); arguments are checked by the caller.
+//
+//go:noescape
+func ger2GemvGroupsAVX2(ng int, d int, n int, alpha float32, a []float32, lda int, x []float32, x2 []float32, xs int, xk int, y []float32, y2 []float32, ldy int, out []float32)
+
+// gemvNTGroupsAVX2 is the AVX2+FMA body of GemvNTGroupsAVX2 (grouped y = A·x, then z = Aᵀ·y); arguments are checked by the caller.
+//
+//go:noescape
+func gemvNTGroupsAVX2(ng int, d int, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys int, yk int, z []float32, ldz int)
+
 // gemvNAVX512 is the AVX-512F body of GemvNAVX512 (y += A·x); arguments are checked by the caller.
 //
 //go:noescape
@@ -173,3 +193,23 @@ func expAVX512(x []float32, y []float32)
 //
 //go:noescape
 func fmaPeakAVX512(out []float32, in []float32, iters int)
+
+// softmaxRowsAVX512 is the AVX-512F body of SoftmaxRowsAVX512 (row softmax); arguments are checked by the caller.
+//
+//go:noescape
+func softmaxRowsAVX512(rows int, n int, l []float32, c []float32)
+
+// softmaxRowsGradAVX512 is the AVX-512F body of SoftmaxRowsGradAVX512 (row softmax gradient); arguments are checked by the caller.
+//
+//go:noescape
+func softmaxRowsGradAVX512(rows int, n int, c []float32, dc []float32, dl []float32)
+
+// ger2GemvGroupsAVX512 is the AVX-512F body of Ger2GemvGroupsAVX512 (grouped rank-2 updates of a row bias α·a·y2); arguments are checked by the caller.
+//
+//go:noescape
+func ger2GemvGroupsAVX512(ng int, d int, n int, alpha float32, a []float32, lda int, x []float32, x2 []float32, xs int, xk int, y []float32, y2 []float32, ldy int, out []float32)
+
+// gemvNTGroupsAVX512 is the AVX-512F body of GemvNTGroupsAVX512 (grouped y = A·x, then z = Aᵀ·y); arguments are checked by the caller.
+//
+//go:noescape
+func gemvNTGroupsAVX512(ng int, d int, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys int, yk int, z []float32, ldz int)

@@ -2981,6 +2981,882 @@ reduce:
 	VZEROUPPER
 	RET
 
+// func softmaxRowsAVX2(rows int, n int, l []float32, c []float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·softmaxRowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ    rows+0(FP), R12
+	MOVQ    n+8(FP), R13
+	TESTQ   R12, R12
+	JZ      done
+	TESTQ   R13, R13
+	JZ      done
+	MOVQ    R13, R14
+	SHLQ    $0x02, R14
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	MOVQ    l_base+16(FP), SI
+	MOVQ    c_base+40(FP), DI
+	VMOVUPS vecC<>+0(SB), Y13
+	VMOVUPS vecC<>+32(SB), Y14
+	MOVQ    R12, R8
+	SHRQ    $0x01, R8
+	JZ      single
+	LEAQ    (SI)(R14*1), R9
+	LEAQ    (DI)(R14*1), R10
+	PCALIGN $0x40
+
+pair:
+	VBROADCASTSS (SI), Y0
+	VBROADCASTSS (R9), Y7
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          max2t
+
+max2f:
+	VMOVUPS (SI)(CX*4), Y1
+	VMAXPS  Y1, Y0, Y0
+	VMOVUPS (R9)(CX*4), Y8
+	VMAXPS  Y8, Y7, Y7
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     max2f
+
+max2t:
+	CMPQ       CX, R13
+	JGE        max2e
+	VMASKMOVPS (SI)(CX*4), Y15, Y1
+	VBLENDVPS  Y15, Y1, Y0, Y1
+	VMAXPS     Y1, Y0, Y0
+	VMASKMOVPS (R9)(CX*4), Y15, Y8
+	VBLENDVPS  Y15, Y8, Y7, Y8
+	VMAXPS     Y8, Y7, Y7
+
+max2e:
+	VEXTRACTF128 $0x01, Y0, X11
+	VMAXPS       X11, X0, X0
+	VPERMILPS    $0x4e, X0, X11
+	VMAXPS       X11, X0, X0
+	VPERMILPS    $0xb1, X0, X11
+	VMAXPS       X11, X0, X0
+	VBROADCASTSS X0, Y0
+	VXORPS       Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y7, X11
+	VMAXPS       X11, X7, X7
+	VPERMILPS    $0x4e, X7, X11
+	VMAXPS       X11, X7, X7
+	VPERMILPS    $0xb1, X7, X11
+	VMAXPS       X11, X7, X7
+	VBROADCASTSS X7, Y7
+	VXORPS       Y9, Y9, Y9
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          exp2t
+
+exp2f:
+	VMOVUPS      (SI)(CX*4), Y3
+	VSUBPS       Y0, Y3, Y3
+	VMAXPS       Y3, Y13, Y3
+	VMINPS       Y3, Y14, Y3
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VMULPS       Y3, Y3, Y6
+	VMOVUPS      vecC<>+160(SB), Y4
+	VFMADD213PS  vecC<>+192(SB), Y3, Y4
+	VFMADD213PS  vecC<>+224(SB), Y3, Y4
+	VFMADD213PS  vecC<>+256(SB), Y3, Y4
+	VFMADD213PS  vecC<>+288(SB), Y3, Y4
+	VFMADD213PS  vecC<>+320(SB), Y3, Y4
+	VADDPS       vecC<>+352(SB), Y3, Y3
+	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow1
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       vecC<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       Y3, Y3, Y3
+	VMULPS       Y5, Y3, Y3
+
+expback2:
+	VMOVUPS      Y3, (DI)(CX*4)
+	VADDPS       Y3, Y2, Y2
+	VMOVUPS      (R9)(CX*4), Y10
+	VSUBPS       Y7, Y10, Y10
+	VMAXPS       Y10, Y13, Y10
+	VMINPS       Y10, Y14, Y10
+	VMULPS       vecC<>+64(SB), Y10, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y10
+	VFNMADD231PS vecC<>+128(SB), Y5, Y10
+	VMULPS       Y10, Y10, Y6
+	VMOVUPS      vecC<>+160(SB), Y4
+	VFMADD213PS  vecC<>+192(SB), Y10, Y4
+	VFMADD213PS  vecC<>+224(SB), Y10, Y4
+	VFMADD213PS  vecC<>+256(SB), Y10, Y4
+	VFMADD213PS  vecC<>+288(SB), Y10, Y4
+	VFMADD213PS  vecC<>+320(SB), Y10, Y4
+	VADDPS       vecC<>+352(SB), Y10, Y10
+	VFMADD231PS  Y6, Y4, Y10
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow3
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       vecC<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       Y10, Y10, Y10
+	VMULPS       Y5, Y10, Y10
+
+expback4:
+	VMOVUPS Y10, (R10)(CX*4)
+	VADDPS  Y10, Y9, Y9
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     exp2f
+
+exp2t:
+	CMPQ         CX, R13
+	JGE          exp2e
+	VMASKMOVPS   (SI)(CX*4), Y15, Y3
+	VSUBPS       Y0, Y3, Y3
+	VMAXPS       Y3, Y13, Y3
+	VMINPS       Y3, Y14, Y3
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VMULPS       Y3, Y3, Y6
+	VMOVUPS      vecC<>+160(SB), Y4
+	VFMADD213PS  vecC<>+192(SB), Y3, Y4
+	VFMADD213PS  vecC<>+224(SB), Y3, Y4
+	VFMADD213PS  vecC<>+256(SB), Y3, Y4
+	VFMADD213PS  vecC<>+288(SB), Y3, Y4
+	VFMADD213PS  vecC<>+320(SB), Y3, Y4
+	VADDPS       vecC<>+352(SB), Y3, Y3
+	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow5
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       vecC<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       Y3, Y3, Y3
+	VMULPS       Y5, Y3, Y3
+
+expback6:
+	VMASKMOVPS   Y3, Y15, (DI)(CX*4)
+	VANDPS       Y15, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VMASKMOVPS   (R9)(CX*4), Y15, Y10
+	VSUBPS       Y7, Y10, Y10
+	VMAXPS       Y10, Y13, Y10
+	VMINPS       Y10, Y14, Y10
+	VMULPS       vecC<>+64(SB), Y10, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y10
+	VFNMADD231PS vecC<>+128(SB), Y5, Y10
+	VMULPS       Y10, Y10, Y6
+	VMOVUPS      vecC<>+160(SB), Y4
+	VFMADD213PS  vecC<>+192(SB), Y10, Y4
+	VFMADD213PS  vecC<>+224(SB), Y10, Y4
+	VFMADD213PS  vecC<>+256(SB), Y10, Y4
+	VFMADD213PS  vecC<>+288(SB), Y10, Y4
+	VFMADD213PS  vecC<>+320(SB), Y10, Y4
+	VADDPS       vecC<>+352(SB), Y10, Y10
+	VFMADD231PS  Y6, Y4, Y10
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow7
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       vecC<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       Y10, Y10, Y10
+	VMULPS       Y5, Y10, Y10
+
+expback8:
+	VMASKMOVPS Y10, Y15, (R10)(CX*4)
+	VANDPS     Y15, Y10, Y10
+	VADDPS     Y10, Y9, Y9
+
+exp2e:
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPS    $0x4e, X2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPS    $0xb1, X2, X11
+	VADDPS       X11, X2, X2
+	VBROADCASTSS X2, Y2
+	VMOVUPS      vecC<>+352(SB), Y1
+	VDIVPS       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y9, X11
+	VADDPS       X11, X9, X9
+	VPERMILPS    $0x4e, X9, X11
+	VADDPS       X11, X9, X9
+	VPERMILPS    $0xb1, X9, X11
+	VADDPS       X11, X9, X9
+	VBROADCASTSS X9, Y9
+	VMOVUPS      vecC<>+352(SB), Y8
+	VDIVPS       Y9, Y8, Y8
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          scale2t
+
+scale2f:
+	VMOVUPS (DI)(CX*4), Y3
+	VMULPS  Y3, Y1, Y3
+	VMOVUPS Y3, (DI)(CX*4)
+	VMOVUPS (R10)(CX*4), Y10
+	VMULPS  Y10, Y8, Y10
+	VMOVUPS Y10, (R10)(CX*4)
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     scale2f
+
+scale2t:
+	CMPQ       CX, R13
+	JGE        scale2e
+	VMASKMOVPS (DI)(CX*4), Y15, Y3
+	VMULPS     Y3, Y1, Y3
+	VMASKMOVPS Y3, Y15, (DI)(CX*4)
+	VMASKMOVPS (R10)(CX*4), Y15, Y10
+	VMULPS     Y10, Y8, Y10
+	VMASKMOVPS Y10, Y15, (R10)(CX*4)
+
+scale2e:
+	LEAQ (SI)(R14*2), SI
+	LEAQ (DI)(R14*2), DI
+	LEAQ (R9)(R14*2), R9
+	LEAQ (R10)(R14*2), R10
+	DECQ R8
+	JNZ  pair
+
+single:
+	TESTQ        $0x00000001, R12
+	JZ           done
+	VBROADCASTSS (SI), Y0
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          max1t
+
+max1f:
+	VMOVUPS (SI)(CX*4), Y1
+	VMAXPS  Y1, Y0, Y0
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     max1f
+
+max1t:
+	CMPQ       CX, R13
+	JGE        max1e
+	VMASKMOVPS (SI)(CX*4), Y15, Y1
+	VBLENDVPS  Y15, Y1, Y0, Y1
+	VMAXPS     Y1, Y0, Y0
+
+max1e:
+	VEXTRACTF128 $0x01, Y0, X11
+	VMAXPS       X11, X0, X0
+	VPERMILPS    $0x4e, X0, X11
+	VMAXPS       X11, X0, X0
+	VPERMILPS    $0xb1, X0, X11
+	VMAXPS       X11, X0, X0
+	VBROADCASTSS X0, Y0
+	VXORPS       Y2, Y2, Y2
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          exp1t
+
+exp1f:
+	VMOVUPS      (SI)(CX*4), Y3
+	VSUBPS       Y0, Y3, Y3
+	VMAXPS       Y3, Y13, Y3
+	VMINPS       Y3, Y14, Y3
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VMULPS       Y3, Y3, Y6
+	VMOVUPS      vecC<>+160(SB), Y4
+	VFMADD213PS  vecC<>+192(SB), Y3, Y4
+	VFMADD213PS  vecC<>+224(SB), Y3, Y4
+	VFMADD213PS  vecC<>+256(SB), Y3, Y4
+	VFMADD213PS  vecC<>+288(SB), Y3, Y4
+	VFMADD213PS  vecC<>+320(SB), Y3, Y4
+	VADDPS       vecC<>+352(SB), Y3, Y3
+	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow9
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       vecC<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       Y3, Y3, Y3
+	VMULPS       Y5, Y3, Y3
+
+expback10:
+	VMOVUPS Y3, (DI)(CX*4)
+	VADDPS  Y3, Y2, Y2
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     exp1f
+
+exp1t:
+	CMPQ         CX, R13
+	JGE          exp1e
+	VMASKMOVPS   (SI)(CX*4), Y15, Y3
+	VSUBPS       Y0, Y3, Y3
+	VMAXPS       Y3, Y13, Y3
+	VMINPS       Y3, Y14, Y3
+	VMULPS       vecC<>+64(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS vecC<>+96(SB), Y5, Y3
+	VFNMADD231PS vecC<>+128(SB), Y5, Y3
+	VMULPS       Y3, Y3, Y6
+	VMOVUPS      vecC<>+160(SB), Y4
+	VFMADD213PS  vecC<>+192(SB), Y3, Y4
+	VFMADD213PS  vecC<>+224(SB), Y3, Y4
+	VFMADD213PS  vecC<>+256(SB), Y3, Y4
+	VFMADD213PS  vecC<>+288(SB), Y3, Y4
+	VFMADD213PS  vecC<>+320(SB), Y3, Y4
+	VADDPS       vecC<>+352(SB), Y3, Y3
+	VFMADD231PS  Y6, Y4, Y3
+	VCMPPS       $0x01, vecC<>+448(SB), Y5, Y4
+	VTESTPS      Y4, Y4
+	JNZ          expslow11
+	VCVTPS2DQ    Y5, Y5
+	VPADDD       vecC<>+384(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VADDPS       Y3, Y3, Y3
+	VMULPS       Y5, Y3, Y3
+
+expback12:
+	VMASKMOVPS Y3, Y15, (DI)(CX*4)
+	VANDPS     Y15, Y3, Y3
+	VADDPS     Y3, Y2, Y2
+
+exp1e:
+	VEXTRACTF128 $0x01, Y2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPS    $0x4e, X2, X11
+	VADDPS       X11, X2, X2
+	VPERMILPS    $0xb1, X2, X11
+	VADDPS       X11, X2, X2
+	VBROADCASTSS X2, Y2
+	VMOVUPS      vecC<>+352(SB), Y1
+	VDIVPS       Y2, Y1, Y1
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          scale1t
+
+scale1f:
+	VMOVUPS (DI)(CX*4), Y3
+	VMULPS  Y3, Y1, Y3
+	VMOVUPS Y3, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     scale1f
+
+scale1t:
+	CMPQ       CX, R13
+	JGE        scale1e
+	VMASKMOVPS (DI)(CX*4), Y15, Y3
+	VMULPS     Y3, Y1, Y3
+	VMASKMOVPS Y3, Y15, (DI)(CX*4)
+
+scale1e:
+done:
+	VZEROUPPER
+	RET
+
+expslow1:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback2
+
+expslow3:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y10, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y10, Y10, Y10
+	VMULPS    Y5, Y10, Y10
+	VBLENDVPS Y4, Y6, Y10, Y10
+	JMP       expback4
+
+expslow5:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback6
+
+expslow7:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y10, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y10, Y10, Y10
+	VMULPS    Y5, Y10, Y10
+	VBLENDVPS Y4, Y6, Y10, Y10
+	JMP       expback8
+
+expslow9:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback10
+
+expslow11:
+	VADDPS    vecC<>+480(SB), Y5, Y6
+	VMINPS    vecC<>+512(SB), Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VPADDD    vecC<>+416(SB), Y6, Y6
+	VPSLLD    $0x17, Y6, Y6
+	VMULPS    Y3, Y6, Y6
+	VCVTPS2DQ Y6, Y6
+	VCMPPS    $0x01, vecC<>+448(SB), Y5, Y4
+	VMAXPS    vecC<>+544(SB), Y5, Y5
+	VCVTPS2DQ Y5, Y5
+	VPADDD    vecC<>+384(SB), Y5, Y5
+	VPSLLD    $0x17, Y5, Y5
+	VADDPS    Y3, Y3, Y3
+	VMULPS    Y5, Y3, Y3
+	VBLENDVPS Y4, Y6, Y3, Y3
+	JMP       expback12
+
+// func softmaxRowsGradAVX2(rows int, n int, c []float32, dc []float32, dl []float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·softmaxRowsGradAVX2(SB), NOSPLIT, $0-88
+	MOVQ    rows+0(FP), R12
+	MOVQ    n+8(FP), R13
+	TESTQ   R12, R12
+	JZ      done
+	TESTQ   R13, R13
+	JZ      done
+	MOVQ    R13, R14
+	SHLQ    $0x02, R14
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	MOVQ    c_base+16(FP), SI
+	MOVQ    dc_base+40(FP), R9
+	MOVQ    dl_base+64(FP), DI
+	MOVQ    R12, R8
+	PCALIGN $0x40
+
+row:
+	VXORPS Y0, Y0, Y0
+	XORQ   CX, CX
+	CMPQ   R13, $0x08
+	JLT    dott
+
+dotf:
+	VMOVUPS     (SI)(CX*4), Y1
+	VMOVUPS     (R9)(CX*4), Y2
+	VFMADD231PS Y2, Y1, Y0
+	ADDQ        $0x08, CX
+	LEAQ        8(CX), AX
+	CMPQ        AX, R13
+	JLE         dotf
+
+dott:
+	CMPQ        CX, R13
+	JGE         dote
+	VMASKMOVPS  (SI)(CX*4), Y15, Y1
+	VMASKMOVPS  (R9)(CX*4), Y15, Y2
+	VFMADD231PS Y2, Y1, Y0
+
+dote:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VBROADCASTSS X0, Y0
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          outt
+
+outf:
+	VMOVUPS (SI)(CX*4), Y1
+	VMOVUPS (R9)(CX*4), Y2
+	VSUBPS  Y0, Y2, Y2
+	VMULPS  Y2, Y1, Y1
+	VMOVUPS Y1, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     outf
+
+outt:
+	CMPQ       CX, R13
+	JGE        oute
+	VMASKMOVPS (SI)(CX*4), Y15, Y1
+	VMASKMOVPS (R9)(CX*4), Y15, Y2
+	VSUBPS     Y0, Y2, Y2
+	VMULPS     Y2, Y1, Y1
+	VMASKMOVPS Y1, Y15, (DI)(CX*4)
+
+oute:
+	ADDQ R14, SI
+	ADDQ R14, R9
+	ADDQ R14, DI
+	DECQ R8
+	JNZ  row
+
+done:
+	VZEROUPPER
+	RET
+
+// func ger2GemvGroupsAVX2(ng int, d int, n int, alpha float32, a []float32, lda int, x []float32, x2 []float32, xs int, xk int, y []float32, y2 []float32, ldy int, out []float32)
+// Requires: AVX, FMA3
+TEXT ·ger2GemvGroupsAVX2(SB), NOSPLIT, $0-208
+	MOVQ    ng+0(FP), AX
+	MOVQ    n+16(FP), R13
+	MOVQ    d+8(FP), R8
+	TESTQ   AX, AX
+	JZ      done
+	TESTQ   R13, R13
+	JZ      done
+	TESTQ   R8, R8
+	JZ      done
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	VBROADCASTSS alpha+24(FP), Y7
+	MOVQ         a_base+32(FP), SI
+	MOVQ         out_base+184(FP), DI
+	MOVQ         lda+56(FP), R14
+	SHLQ         $0x02, R14
+	MOVQ         x_base+64(FP), R9
+	MOVQ         x2_base+88(FP), BX
+	SUBQ         R9, BX
+	MOVQ         xk+120(FP), R12
+	SHLQ         $0x02, R12
+	MOVQ         y_base+128(FP), R10
+	MOVQ         y2_base+152(FP), R11
+	MOVQ         xs+112(FP), DX
+	IMULQ        R12, R8
+	SHLQ         $0x02, DX
+	SUBQ         R8, DX
+
+group:
+	MOVQ    d+8(FP), R8
+	PCALIGN $0x40
+
+row:
+	VXORPS Y0, Y0, Y0
+	XORQ   CX, CX
+	CMPQ   R13, $0x08
+	JLT    dott
+
+dotf:
+	VMOVUPS     (SI)(CX*4), Y1
+	VFMADD231PS (R11)(CX*4), Y1, Y0
+	ADDQ        $0x08, CX
+	LEAQ        8(CX), AX
+	CMPQ        AX, R13
+	JLE         dotf
+
+dott:
+	CMPQ        CX, R13
+	JGE         dote
+	VMASKMOVPS  (SI)(CX*4), Y15, Y1
+	VMASKMOVPS  (R11)(CX*4), Y15, Y2
+	VFMADD231PS Y2, Y1, Y0
+
+dote:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMULSS       X7, X0, X0
+	VMOVSS       X0, (DI)
+	ADDQ         R14, SI
+	ADDQ         R14, DI
+	DECQ         R8
+	JNZ          row
+	MOVQ         d+8(FP), R8
+	MOVQ         R8, AX
+	IMULQ        R14, AX
+	SUBQ         AX, DI
+	PCALIGN      $0x40
+
+orow:
+	VBROADCASTSS (DI), Y0
+	VBROADCASTSS (R9), Y8
+	VBROADCASTSS (R9)(BX*1), Y9
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          outt
+
+outf:
+	VMOVUPS     (R10)(CX*4), Y1
+	VMOVUPS     (R11)(CX*4), Y2
+	VMOVAPS     Y0, Y4
+	VFMADD231PS Y1, Y8, Y4
+	VFMADD231PS Y2, Y9, Y4
+	VMOVUPS     Y4, (DI)(CX*4)
+	ADDQ        $0x08, CX
+	LEAQ        8(CX), AX
+	CMPQ        AX, R13
+	JLE         outf
+
+outt:
+	CMPQ        CX, R13
+	JGE         oute
+	VMASKMOVPS  (R10)(CX*4), Y15, Y1
+	VMASKMOVPS  (R11)(CX*4), Y15, Y2
+	VMOVAPS     Y0, Y4
+	VFMADD231PS Y1, Y8, Y4
+	VFMADD231PS Y2, Y9, Y4
+	VMASKMOVPS  Y4, Y15, (DI)(CX*4)
+
+oute:
+	ADDQ R14, DI
+	ADDQ R12, R9
+	DECQ R8
+	JNZ  orow
+	ADDQ DX, R9
+	MOVQ ldy+176(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, R10
+	ADDQ AX, R11
+	DECQ ng+0(FP)
+	JNZ  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func gemvNTGroupsAVX2(ng int, d int, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys int, yk int, z []float32, ldz int)
+// Requires: AVX, FMA3
+TEXT ·gemvNTGroupsAVX2(SB), NOSPLIT, $0-160
+	MOVQ    ng+0(FP), R12
+	MOVQ    n+16(FP), R13
+	MOVQ    d+8(FP), BX
+	TESTQ   R12, R12
+	JZ      done
+	TESTQ   R13, R13
+	JZ      done
+	TESTQ   BX, BX
+	JZ      done
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	MOVQ a_base+24(FP), R8
+	MOVQ lda+48(FP), R14
+	SHLQ $0x02, R14
+	MOVQ x_base+56(FP), R9
+	MOVQ y_base+88(FP), DX
+	MOVQ yk+120(FP), R11
+	SHLQ $0x02, R11
+	MOVQ z_base+128(FP), DI
+
+group:
+	MOVQ    R8, SI
+	MOVQ    DX, R10
+	MOVQ    d+8(FP), BX
+	PCALIGN $0x40
+
+row:
+	VXORPS Y0, Y0, Y0
+	XORQ   CX, CX
+	CMPQ   R13, $0x08
+	JLT    dott
+
+dotf:
+	VMOVUPS     (SI)(CX*4), Y1
+	VFMADD231PS (R9)(CX*4), Y1, Y0
+	ADDQ        $0x08, CX
+	LEAQ        8(CX), AX
+	CMPQ        AX, R13
+	JLE         dotf
+
+dott:
+	CMPQ        CX, R13
+	JGE         dote
+	VMASKMOVPS  (SI)(CX*4), Y15, Y1
+	VMASKMOVPS  (R9)(CX*4), Y15, Y2
+	VFMADD231PS Y2, Y1, Y0
+
+dote:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VADDPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSS       X0, (R10)
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JNZ          row
+	XORQ         CX, CX
+	CMPQ         R13, $0x08
+	JLT          tt
+
+tf:
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y2, Y2, Y2
+	MOVQ    R8, SI
+	MOVQ    DX, R10
+	MOVQ    d+8(FP), BX
+	PCALIGN $0x40
+
+tu:
+	VBROADCASTSS (R10), Y8
+	VFMADD231PS  (SI)(CX*4), Y8, Y0
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JZ           tsumu
+	VBROADCASTSS (R10), Y8
+	VFMADD231PS  (SI)(CX*4), Y8, Y2
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JNZ          tu
+
+tsumu:
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	LEAQ    8(CX), AX
+	CMPQ    AX, R13
+	JLE     tf
+
+tt:
+	CMPQ    CX, R13
+	JGE     te
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y2, Y2, Y2
+	MOVQ    R8, SI
+	MOVQ    DX, R10
+	MOVQ    d+8(FP), BX
+	PCALIGN $0x40
+
+tm:
+	VBROADCASTSS (R10), Y8
+	VMASKMOVPS   (SI)(CX*4), Y15, Y1
+	VFMADD231PS  Y1, Y8, Y0
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JZ           tsumm
+	VBROADCASTSS (R10), Y8
+	VMASKMOVPS   (SI)(CX*4), Y15, Y1
+	VFMADD231PS  Y1, Y8, Y2
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JNZ          tm
+
+tsumm:
+	VADDPS     Y2, Y0, Y0
+	VMASKMOVPS Y0, Y15, (DI)(CX*4)
+
+te:
+	MOVQ SI, R8
+	MOVQ ldx+80(FP), AX
+	LEAQ (R9)(AX*4), R9
+	MOVQ ys+112(FP), AX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldz+152(FP), AX
+	LEAQ (DI)(AX*4), DI
+	DECQ R12
+	JNZ  group
+
+done:
+	VZEROUPPER
+	RET
+
 // func gemvNAVX512(m int, n int, a []float32, lda int, x []float32, y []float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·gemvNAVX512(SB), NOSPLIT, $0-96
@@ -5727,5 +6603,825 @@ reduce:
 	VADDPS  Z22, Z0, Z0
 	VADDPS  Z23, Z0, Z0
 	VMOVUPS Z0, (DI)
+	VZEROUPPER
+	RET
+
+// func softmaxRowsAVX512(rows int, n int, l []float32, c []float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·softmaxRowsAVX512(SB), NOSPLIT, $0-64
+	MOVQ  rows+0(FP), R12
+	MOVQ  n+8(FP), R13
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	MOVQ  R13, R14
+	SHLQ  $0x02, R14
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	MOVQ         l_base+16(FP), SI
+	MOVQ         c_base+40(FP), DI
+	VBROADCASTSS vecC<>+0(SB), Z13
+	VBROADCASTSS vecC<>+32(SB), Z14
+	MOVQ         R12, R8
+	SHRQ         $0x01, R8
+	JZ           single
+	LEAQ         (SI)(R14*1), R9
+	LEAQ         (DI)(R14*1), R10
+	PCALIGN      $0x40
+
+pair:
+	VBROADCASTSS (SI), Z0
+	VBROADCASTSS (R9), Z7
+	XORQ         CX, CX
+	CMPQ         R13, $0x10
+	JLT          max2t
+
+max2f:
+	VMOVUPS (SI)(CX*4), Z1
+	VMAXPS  Z1, Z0, Z0
+	VMOVUPS (R9)(CX*4), Z8
+	VMAXPS  Z8, Z7, Z7
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     max2f
+
+max2t:
+	CMPQ      CX, R13
+	JGE       max2e
+	VMOVUPS.Z (SI)(CX*4), K1, Z1
+	VMAXPS    Z1, Z0, K1, Z0
+	VMOVUPS.Z (R9)(CX*4), K1, Z8
+	VMAXPS    Z8, Z7, K1, Z7
+
+max2e:
+	VEXTRACTF64X4 $0x01, Z0, Y11
+	VMAXPS        Y11, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X11
+	VMAXPS        X11, X0, X0
+	VPERMILPS     $0x4e, X0, X11
+	VMAXPS        X11, X0, X0
+	VPERMILPS     $0xb1, X0, X11
+	VMAXPS        X11, X0, X0
+	VBROADCASTSS  X0, Z0
+	VXORPS        Z2, Z2, Z2
+	VEXTRACTF64X4 $0x01, Z7, Y11
+	VMAXPS        Y11, Y7, Y7
+	VEXTRACTF128  $0x01, Y7, X11
+	VMAXPS        X11, X7, X7
+	VPERMILPS     $0x4e, X7, X11
+	VMAXPS        X11, X7, X7
+	VPERMILPS     $0xb1, X7, X11
+	VMAXPS        X11, X7, X7
+	VBROADCASTSS  X7, Z7
+	VXORPS        Z9, Z9, Z9
+	XORQ          CX, CX
+	CMPQ          R13, $0x10
+	JLT           exp2t
+
+exp2f:
+	VMOVUPS           (SI)(CX*4), Z3
+	VSUBPS            Z0, Z3, Z3
+	VMAXPS            Z3, Z13, Z3
+	VMINPS            Z3, Z14, Z3
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
+	VBROADCASTSS      vecC<>+160(SB), Z4
+	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
+	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
+	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow1
+	VSCALEFPS         Z5, Z3, Z3
+
+expback2:
+	VMOVUPS           Z3, (DI)(CX*4)
+	VADDPS            Z3, Z2, Z2
+	VMOVUPS           (R9)(CX*4), Z10
+	VSUBPS            Z7, Z10, Z10
+	VMAXPS            Z10, Z13, Z10
+	VMINPS            Z10, Z14, Z10
+	VMULPS.BCST       vecC<>+64(SB), Z10, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z10
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z10
+	VMULPS            Z10, Z10, Z6
+	VBROADCASTSS      vecC<>+160(SB), Z4
+	VFMADD213PS.BCST  vecC<>+192(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+224(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+256(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+288(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+320(SB), Z10, Z4
+	VADDPS.BCST       vecC<>+352(SB), Z10, Z10
+	VFMADD231PS       Z6, Z4, Z10
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow3
+	VSCALEFPS         Z5, Z10, Z10
+
+expback4:
+	VMOVUPS Z10, (R10)(CX*4)
+	VADDPS  Z10, Z9, Z9
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     exp2f
+
+exp2t:
+	CMPQ              CX, R13
+	JGE               exp2e
+	VMOVUPS.Z         (SI)(CX*4), K1, Z3
+	VSUBPS            Z0, Z3, Z3
+	VMAXPS            Z3, Z13, Z3
+	VMINPS            Z3, Z14, Z3
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
+	VBROADCASTSS      vecC<>+160(SB), Z4
+	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
+	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
+	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow5
+	VSCALEFPS         Z5, Z3, Z3
+
+expback6:
+	VMOVUPS           Z3, K1, (DI)(CX*4)
+	VADDPS            Z3, Z2, K1, Z2
+	VMOVUPS.Z         (R9)(CX*4), K1, Z10
+	VSUBPS            Z7, Z10, Z10
+	VMAXPS            Z10, Z13, Z10
+	VMINPS            Z10, Z14, Z10
+	VMULPS.BCST       vecC<>+64(SB), Z10, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z10
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z10
+	VMULPS            Z10, Z10, Z6
+	VBROADCASTSS      vecC<>+160(SB), Z4
+	VFMADD213PS.BCST  vecC<>+192(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+224(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+256(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+288(SB), Z10, Z4
+	VFMADD213PS.BCST  vecC<>+320(SB), Z10, Z4
+	VADDPS.BCST       vecC<>+352(SB), Z10, Z10
+	VFMADD231PS       Z6, Z4, Z10
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow7
+	VSCALEFPS         Z5, Z10, Z10
+
+expback8:
+	VMOVUPS Z10, K1, (R10)(CX*4)
+	VADDPS  Z10, Z9, K1, Z9
+
+exp2e:
+	VEXTRACTF64X4 $0x01, Z2, Y11
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPS     $0x4e, X2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPS     $0xb1, X2, X11
+	VADDPS        X11, X2, X2
+	VBROADCASTSS  X2, Z2
+	VBROADCASTSS  vecC<>+352(SB), Z1
+	VDIVPS        Z2, Z1, Z1
+	VEXTRACTF64X4 $0x01, Z9, Y11
+	VADDPS        Y11, Y9, Y9
+	VEXTRACTF128  $0x01, Y9, X11
+	VADDPS        X11, X9, X9
+	VPERMILPS     $0x4e, X9, X11
+	VADDPS        X11, X9, X9
+	VPERMILPS     $0xb1, X9, X11
+	VADDPS        X11, X9, X9
+	VBROADCASTSS  X9, Z9
+	VBROADCASTSS  vecC<>+352(SB), Z8
+	VDIVPS        Z9, Z8, Z8
+	XORQ          CX, CX
+	CMPQ          R13, $0x10
+	JLT           scale2t
+
+scale2f:
+	VMOVUPS (DI)(CX*4), Z3
+	VMULPS  Z3, Z1, Z3
+	VMOVUPS Z3, (DI)(CX*4)
+	VMOVUPS (R10)(CX*4), Z10
+	VMULPS  Z10, Z8, Z10
+	VMOVUPS Z10, (R10)(CX*4)
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     scale2f
+
+scale2t:
+	CMPQ      CX, R13
+	JGE       scale2e
+	VMOVUPS.Z (DI)(CX*4), K1, Z3
+	VMULPS    Z3, Z1, Z3
+	VMOVUPS   Z3, K1, (DI)(CX*4)
+	VMOVUPS.Z (R10)(CX*4), K1, Z10
+	VMULPS    Z10, Z8, Z10
+	VMOVUPS   Z10, K1, (R10)(CX*4)
+
+scale2e:
+	LEAQ (SI)(R14*2), SI
+	LEAQ (DI)(R14*2), DI
+	LEAQ (R9)(R14*2), R9
+	LEAQ (R10)(R14*2), R10
+	DECQ R8
+	JNZ  pair
+
+single:
+	TESTQ        $0x00000001, R12
+	JZ           done
+	VBROADCASTSS (SI), Z0
+	XORQ         CX, CX
+	CMPQ         R13, $0x10
+	JLT          max1t
+
+max1f:
+	VMOVUPS (SI)(CX*4), Z1
+	VMAXPS  Z1, Z0, Z0
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     max1f
+
+max1t:
+	CMPQ      CX, R13
+	JGE       max1e
+	VMOVUPS.Z (SI)(CX*4), K1, Z1
+	VMAXPS    Z1, Z0, K1, Z0
+
+max1e:
+	VEXTRACTF64X4 $0x01, Z0, Y11
+	VMAXPS        Y11, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X11
+	VMAXPS        X11, X0, X0
+	VPERMILPS     $0x4e, X0, X11
+	VMAXPS        X11, X0, X0
+	VPERMILPS     $0xb1, X0, X11
+	VMAXPS        X11, X0, X0
+	VBROADCASTSS  X0, Z0
+	VXORPS        Z2, Z2, Z2
+	XORQ          CX, CX
+	CMPQ          R13, $0x10
+	JLT           exp1t
+
+exp1f:
+	VMOVUPS           (SI)(CX*4), Z3
+	VSUBPS            Z0, Z3, Z3
+	VMAXPS            Z3, Z13, Z3
+	VMINPS            Z3, Z14, Z3
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
+	VBROADCASTSS      vecC<>+160(SB), Z4
+	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
+	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
+	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow9
+	VSCALEFPS         Z5, Z3, Z3
+
+expback10:
+	VMOVUPS Z3, (DI)(CX*4)
+	VADDPS  Z3, Z2, Z2
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     exp1f
+
+exp1t:
+	CMPQ              CX, R13
+	JGE               exp1e
+	VMOVUPS.Z         (SI)(CX*4), K1, Z3
+	VSUBPS            Z0, Z3, Z3
+	VMAXPS            Z3, Z13, Z3
+	VMINPS            Z3, Z14, Z3
+	VMULPS.BCST       vecC<>+64(SB), Z3, Z5
+	VRNDSCALEPS       $0x00, Z5, Z5
+	VFNMADD231PS.BCST vecC<>+96(SB), Z5, Z3
+	VFNMADD231PS.BCST vecC<>+128(SB), Z5, Z3
+	VMULPS            Z3, Z3, Z6
+	VBROADCASTSS      vecC<>+160(SB), Z4
+	VFMADD213PS.BCST  vecC<>+192(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+224(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+256(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+288(SB), Z3, Z4
+	VFMADD213PS.BCST  vecC<>+320(SB), Z3, Z4
+	VADDPS.BCST       vecC<>+352(SB), Z3, Z3
+	VFMADD231PS       Z6, Z4, Z3
+	VCMPPS.BCST       $0x01, vecC<>+448(SB), Z5, K2
+	KORTESTW          K2, K2
+	JNZ               expslow11
+	VSCALEFPS         Z5, Z3, Z3
+
+expback12:
+	VMOVUPS Z3, K1, (DI)(CX*4)
+	VADDPS  Z3, Z2, K1, Z2
+
+exp1e:
+	VEXTRACTF64X4 $0x01, Z2, Y11
+	VADDPS        Y11, Y2, Y2
+	VEXTRACTF128  $0x01, Y2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPS     $0x4e, X2, X11
+	VADDPS        X11, X2, X2
+	VPERMILPS     $0xb1, X2, X11
+	VADDPS        X11, X2, X2
+	VBROADCASTSS  X2, Z2
+	VBROADCASTSS  vecC<>+352(SB), Z1
+	VDIVPS        Z2, Z1, Z1
+	XORQ          CX, CX
+	CMPQ          R13, $0x10
+	JLT           scale1t
+
+scale1f:
+	VMOVUPS (DI)(CX*4), Z3
+	VMULPS  Z3, Z1, Z3
+	VMOVUPS Z3, (DI)(CX*4)
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     scale1f
+
+scale1t:
+	CMPQ      CX, R13
+	JGE       scale1e
+	VMOVUPS.Z (DI)(CX*4), K1, Z3
+	VMULPS    Z3, Z1, Z3
+	VMOVUPS   Z3, K1, (DI)(CX*4)
+
+scale1e:
+done:
+	VZEROUPPER
+	RET
+
+expslow1:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback2
+
+expslow3:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z10, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z10, Z10
+	VMOVAPS     Z6, K2, Z10
+	JMP         expback4
+
+expslow5:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback6
+
+expslow7:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z10, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z10, Z10
+	VMOVAPS     Z6, K2, Z10
+	JMP         expback8
+
+expslow9:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback10
+
+expslow11:
+	VADDPS.BCST vecC<>+480(SB), Z5, Z6
+	VMINPS.BCST vecC<>+512(SB), Z6, Z6
+	VSCALEFPS   Z6, Z3, Z6
+	VCVTPS2DQ   Z6, Z6
+	VMAXPS.BCST vecC<>+544(SB), Z5, Z5
+	VSCALEFPS   Z5, Z3, Z3
+	VMOVAPS     Z6, K2, Z3
+	JMP         expback12
+
+// func softmaxRowsGradAVX512(rows int, n int, c []float32, dc []float32, dl []float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·softmaxRowsGradAVX512(SB), NOSPLIT, $0-88
+	MOVQ  rows+0(FP), R12
+	MOVQ  n+8(FP), R13
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	MOVQ  R13, R14
+	SHLQ  $0x02, R14
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	MOVQ    c_base+16(FP), SI
+	MOVQ    dc_base+40(FP), R9
+	MOVQ    dl_base+64(FP), DI
+	MOVQ    R12, R8
+	PCALIGN $0x40
+
+row:
+	VXORPS Z0, Z0, Z0
+	XORQ   CX, CX
+	CMPQ   R13, $0x10
+	JLT    dott
+
+dotf:
+	VMOVUPS     (SI)(CX*4), Z1
+	VMOVUPS     (R9)(CX*4), Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        $0x10, CX
+	LEAQ        16(CX), AX
+	CMPQ        AX, R13
+	JLE         dotf
+
+dott:
+	CMPQ        CX, R13
+	JGE         dote
+	VMOVUPS.Z   (SI)(CX*4), K1, Z1
+	VMOVUPS.Z   (R9)(CX*4), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+
+dote:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VBROADCASTSS  X0, Z0
+	XORQ          CX, CX
+	CMPQ          R13, $0x10
+	JLT           outt
+
+outf:
+	VMOVUPS (SI)(CX*4), Z1
+	VMOVUPS (R9)(CX*4), Z2
+	VSUBPS  Z0, Z2, Z2
+	VMULPS  Z2, Z1, Z1
+	VMOVUPS Z1, (DI)(CX*4)
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     outf
+
+outt:
+	CMPQ      CX, R13
+	JGE       oute
+	VMOVUPS.Z (SI)(CX*4), K1, Z1
+	VMOVUPS.Z (R9)(CX*4), K1, Z2
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z2, Z1, Z1
+	VMOVUPS   Z1, K1, (DI)(CX*4)
+
+oute:
+	ADDQ R14, SI
+	ADDQ R14, R9
+	ADDQ R14, DI
+	DECQ R8
+	JNZ  row
+
+done:
+	VZEROUPPER
+	RET
+
+// func ger2GemvGroupsAVX512(ng int, d int, n int, alpha float32, a []float32, lda int, x []float32, x2 []float32, xs int, xk int, y []float32, y2 []float32, ldy int, out []float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·ger2GemvGroupsAVX512(SB), NOSPLIT, $0-208
+	MOVQ  ng+0(FP), AX
+	MOVQ  n+16(FP), R13
+	MOVQ  d+8(FP), R8
+	TESTQ AX, AX
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	TESTQ R8, R8
+	JZ    done
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	VBROADCASTSS alpha+24(FP), Z7
+	MOVQ         a_base+32(FP), SI
+	MOVQ         out_base+184(FP), DI
+	MOVQ         lda+56(FP), R14
+	SHLQ         $0x02, R14
+	MOVQ         x_base+64(FP), R9
+	MOVQ         x2_base+88(FP), BX
+	SUBQ         R9, BX
+	MOVQ         xk+120(FP), R12
+	SHLQ         $0x02, R12
+	MOVQ         y_base+128(FP), R10
+	MOVQ         y2_base+152(FP), R11
+	MOVQ         xs+112(FP), DX
+	IMULQ        R12, R8
+	SHLQ         $0x02, DX
+	SUBQ         R8, DX
+
+group:
+	MOVQ    d+8(FP), R8
+	PCALIGN $0x40
+
+row:
+	VXORPS Z0, Z0, Z0
+	XORQ   CX, CX
+	CMPQ   R13, $0x10
+	JLT    dott
+
+dotf:
+	VMOVUPS     (SI)(CX*4), Z1
+	VFMADD231PS (R11)(CX*4), Z1, Z0
+	ADDQ        $0x10, CX
+	LEAQ        16(CX), AX
+	CMPQ        AX, R13
+	JLE         dotf
+
+dott:
+	CMPQ        CX, R13
+	JGE         dote
+	VMOVUPS.Z   (SI)(CX*4), K1, Z1
+	VMOVUPS.Z   (R11)(CX*4), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+
+dote:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMULSS        X7, X0, X0
+	VMOVSS        X0, (DI)
+	ADDQ          R14, SI
+	ADDQ          R14, DI
+	DECQ          R8
+	JNZ           row
+	MOVQ          d+8(FP), R8
+	MOVQ          R8, AX
+	IMULQ         R14, AX
+	SUBQ          AX, DI
+	PCALIGN       $0x40
+
+orow:
+	VBROADCASTSS (DI), Z0
+	VBROADCASTSS (R9), Z8
+	VBROADCASTSS (R9)(BX*1), Z9
+	XORQ         CX, CX
+	CMPQ         R13, $0x10
+	JLT          outt
+
+outf:
+	VMOVUPS     (R10)(CX*4), Z1
+	VMOVUPS     (R11)(CX*4), Z2
+	VMOVAPS     Z0, Z4
+	VFMADD231PS Z1, Z8, Z4
+	VFMADD231PS Z2, Z9, Z4
+	VMOVUPS     Z4, (DI)(CX*4)
+	ADDQ        $0x10, CX
+	LEAQ        16(CX), AX
+	CMPQ        AX, R13
+	JLE         outf
+
+outt:
+	CMPQ        CX, R13
+	JGE         oute
+	VMOVUPS.Z   (R10)(CX*4), K1, Z1
+	VMOVUPS.Z   (R11)(CX*4), K1, Z2
+	VMOVAPS     Z0, Z4
+	VFMADD231PS Z1, Z8, Z4
+	VFMADD231PS Z2, Z9, Z4
+	VMOVUPS     Z4, K1, (DI)(CX*4)
+
+oute:
+	ADDQ R14, DI
+	ADDQ R12, R9
+	DECQ R8
+	JNZ  orow
+	ADDQ DX, R9
+	MOVQ ldy+176(FP), AX
+	SHLQ $0x02, AX
+	ADDQ AX, R10
+	ADDQ AX, R11
+	DECQ ng+0(FP)
+	JNZ  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func gemvNTGroupsAVX512(ng int, d int, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys int, yk int, z []float32, ldz int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·gemvNTGroupsAVX512(SB), NOSPLIT, $0-160
+	MOVQ  ng+0(FP), R12
+	MOVQ  n+16(FP), R13
+	MOVQ  d+8(FP), BX
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	TESTQ BX, BX
+	JZ    done
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	MOVQ a_base+24(FP), R8
+	MOVQ lda+48(FP), R14
+	SHLQ $0x02, R14
+	MOVQ x_base+56(FP), R9
+	MOVQ y_base+88(FP), DX
+	MOVQ yk+120(FP), R11
+	SHLQ $0x02, R11
+	MOVQ z_base+128(FP), DI
+
+group:
+	MOVQ    R8, SI
+	MOVQ    DX, R10
+	MOVQ    d+8(FP), BX
+	PCALIGN $0x40
+
+row:
+	VXORPS Z0, Z0, Z0
+	XORQ   CX, CX
+	CMPQ   R13, $0x10
+	JLT    dott
+
+dotf:
+	VMOVUPS     (SI)(CX*4), Z1
+	VFMADD231PS (R9)(CX*4), Z1, Z0
+	ADDQ        $0x10, CX
+	LEAQ        16(CX), AX
+	CMPQ        AX, R13
+	JLE         dotf
+
+dott:
+	CMPQ        CX, R13
+	JGE         dote
+	VMOVUPS.Z   (SI)(CX*4), K1, Z1
+	VMOVUPS.Z   (R9)(CX*4), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+
+dote:
+	VEXTRACTF64X4 $0x01, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0x4e, X0, X1
+	VADDPS        X1, X0, X0
+	VPERMILPS     $0xb1, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSS        X0, (R10)
+	ADDQ          R14, SI
+	ADDQ          R11, R10
+	DECQ          BX
+	JNZ           row
+	XORQ          CX, CX
+	CMPQ          R13, $0x10
+	JLT           tt
+
+tf:
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z2, Z2, Z2
+	MOVQ    R8, SI
+	MOVQ    DX, R10
+	MOVQ    d+8(FP), BX
+	PCALIGN $0x40
+
+tu:
+	VBROADCASTSS (R10), Z8
+	VFMADD231PS  (SI)(CX*4), Z8, Z0
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JZ           tsumu
+	VBROADCASTSS (R10), Z8
+	VFMADD231PS  (SI)(CX*4), Z8, Z2
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JNZ          tu
+
+tsumu:
+	VADDPS  Z2, Z0, Z0
+	VMOVUPS Z0, (DI)(CX*4)
+	ADDQ    $0x10, CX
+	LEAQ    16(CX), AX
+	CMPQ    AX, R13
+	JLE     tf
+
+tt:
+	CMPQ    CX, R13
+	JGE     te
+	VXORPS  Z0, Z0, Z0
+	VXORPS  Z2, Z2, Z2
+	MOVQ    R8, SI
+	MOVQ    DX, R10
+	MOVQ    d+8(FP), BX
+	PCALIGN $0x40
+
+tm:
+	VBROADCASTSS (R10), Z8
+	VMOVUPS.Z    (SI)(CX*4), K1, Z1
+	VFMADD231PS  Z1, Z8, Z0
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JZ           tsumm
+	VBROADCASTSS (R10), Z8
+	VMOVUPS.Z    (SI)(CX*4), K1, Z1
+	VFMADD231PS  Z1, Z8, Z2
+	ADDQ         R14, SI
+	ADDQ         R11, R10
+	DECQ         BX
+	JNZ          tm
+
+tsumm:
+	VADDPS  Z2, Z0, Z0
+	VMOVUPS Z0, K1, (DI)(CX*4)
+
+te:
+	MOVQ SI, R8
+	MOVQ ldx+80(FP), AX
+	LEAQ (R9)(AX*4), R9
+	MOVQ ys+112(FP), AX
+	LEAQ (DX)(AX*4), DX
+	MOVQ ldz+152(FP), AX
+	LEAQ (DI)(AX*4), DI
+	DECQ R12
+	JNZ  group
+
+done:
 	VZEROUPPER
 	RET

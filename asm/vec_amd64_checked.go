@@ -211,6 +211,67 @@ func SoftmaxColsGradAVX512(rows, n int, c, dc, dl []float32) {
 	}
 }
 
+// SoftmaxRowsAVX2 writes to c the softmax along every row of the rows×n
+// row-major l (row stride n), with AVX2+FMA and the exp of ExpAVX2 (within
+// 2 ulp). c may be l. Each row's max and sum are folded across the lanes
+// as a tree, so the sum's rounding differs from the loop's. It is
+// equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		row, out := l[r*n:r*n+n], c[r*n:r*n+n]
+//		mx := row[0]
+//		for i := 1; i < n; i++ {
+//			mx = max(mx, row[i])
+//		}
+//		var sum float32
+//		for i := 0; i < n; i++ {
+//			out[i] = exp(row[i] - mx)
+//			sum += out[i]
+//		}
+//		inv := 1 / sum
+//		for i := 0; i < n; i++ {
+//			out[i] *= inv
+//		}
+//	}
+func SoftmaxRowsAVX2(rows, n int, l, c []float32) {
+	if fastCols2(rows, n, l, c) || checkCols("SoftmaxRowsAVX2", rows, n, "lc", l, c) {
+		softmaxRowsAVX2(rows, n, l, c)
+	}
+}
+
+// SoftmaxRowsGradAVX2 writes to dl the input gradient of the softmax along
+// every row of the rows×n row-major c (row stride n), with AVX2+FMA. dl
+// may be dc. It is equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		var dot float32
+//		for i := 0; i < n; i++ {
+//			dot += c[r*n+i] * dc[r*n+i]
+//		}
+//		for i := 0; i < n; i++ {
+//			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+//		}
+//	}
+func SoftmaxRowsGradAVX2(rows, n int, c, dc, dl []float32) {
+	if fastCols3(rows, n, c, dc, dl) || checkCols("SoftmaxRowsGradAVX2", rows, n, "cdl", c, dc, dl) {
+		softmaxRowsGradAVX2(rows, n, c, dc, dl)
+	}
+}
+
+// SoftmaxRowsAVX512 is SoftmaxRowsAVX2 with AVX-512F.
+func SoftmaxRowsAVX512(rows, n int, l, c []float32) {
+	if fastCols2(rows, n, l, c) || checkCols("SoftmaxRowsAVX512", rows, n, "lc", l, c) {
+		softmaxRowsAVX512(rows, n, l, c)
+	}
+}
+
+// SoftmaxRowsGradAVX512 is SoftmaxRowsGradAVX2 with AVX-512F.
+func SoftmaxRowsGradAVX512(rows, n int, c, dc, dl []float32) {
+	if fastCols3(rows, n, c, dc, dl) || checkCols("SoftmaxRowsGradAVX512", rows, n, "cdl", c, dc, dl) {
+		softmaxRowsGradAVX512(rows, n, c, dc, dl)
+	}
+}
+
 // SquashAVX512 is SquashAVX2 with AVX-512F.
 func SquashAVX512(kind, d, n int, s, v []float32) {
 	checkSquashKind("SquashAVX512", kind)
@@ -349,6 +410,105 @@ func Ger2GroupsSetAVX512(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []floa
 	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda) || checkGerGroups("Ger2GroupsSetAVX512", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsSetAVX512(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
 	}
+}
+
+// Ger2GemvGroupsAVX2 is GemvNGroupsAVX2 of a against y2, scaled by alpha
+// and broadcast along the row, fused with Ger2GroupsSetAVX2 starting from
+// that row bias instead of zero, with AVX2+FMA: each row of a is read once
+// and the same row of out (row stride lda) written once.
+// The dot product is folded across the lanes as a tree, so its rounding
+// differs from the loop's. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			r := j*d + k
+//			var dot float32
+//			for c := 0; c < n; c++ {
+//				dot += a[r*lda+c] * y2[j*ldy+c]
+//			}
+//			t := alpha * dot
+//			for c := 0; c < n; c++ {
+//				out[r*lda+c] = t + x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+//			}
+//		}
+//	}
+func Ger2GemvGroupsAVX2(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+	if checkGer2GemvGroups("Ger2GemvGroupsAVX2", ng, d, n, a, lda, x, x2, xs, xk, y, y2, ldy, out) {
+		ger2GemvGroupsAVX2(ng, d, n, alpha, a, lda, x, x2, xs, xk, y, y2, ldy, out)
+	}
+}
+
+// Ger2GemvGroupsAVX512 is Ger2GemvGroupsAVX2 with AVX-512F.
+func Ger2GemvGroupsAVX512(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+	if checkGer2GemvGroups("Ger2GemvGroupsAVX512", ng, d, n, a, lda, x, x2, xs, xk, y, y2, ldy, out) {
+		ger2GemvGroupsAVX512(ng, d, n, alpha, a, lda, x, x2, xs, xk, y, y2, ldy, out)
+	}
+}
+
+// GemvNTGroupsAVX2 is GemvNGroupsAVX2 overwriting y, followed by
+// GemvTGroupsAVX2 of that y overwriting z, in one call with AVX2+FMA (each
+// group's rows of a are read twice from L1). The dot products are folded
+// across the lanes as a tree, so their rounding differs from the loop's.
+// It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			var dot float32
+//			for c := 0; c < n; c++ {
+//				dot += a[(j*d+k)*lda+c] * x[j*ldx+c]
+//			}
+//			y[j*ys+k*yk] = dot
+//		}
+//		for c := 0; c < n; c++ {
+//			var sum float32
+//			for k := 0; k < d; k++ {
+//				sum += y[j*ys+k*yk] * a[(j*d+k)*lda+c]
+//			}
+//			z[j*ldz+c] = sum
+//		}
+//	}
+//
+// y must not overlap a, x or z.
+func GemvNTGroupsAVX2(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) {
+	if checkGemvNTGroups("GemvNTGroupsAVX2", ng, d, n, a, lda, x, ldx, y, ys, yk, z, ldz) {
+		gemvNTGroupsAVX2(ng, d, n, a, lda, x, ldx, y, ys, yk, z, ldz)
+	}
+}
+
+// GemvNTGroupsAVX512 is GemvNTGroupsAVX2 with AVX-512F.
+func GemvNTGroupsAVX512(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) {
+	if checkGemvNTGroups("GemvNTGroupsAVX512", ng, d, n, a, lda, x, ldx, y, ys, yk, z, ldz) {
+		gemvNTGroupsAVX512(ng, d, n, a, lda, x, ldx, y, ys, yk, z, ldz)
+	}
+}
+
+// checkGemvNTGroups checks the operands of GemvNTGroups: those of
+// GemvNGroups (a, x, y) and z, ng rows of n values with row stride ldz.
+// It reports whether there is work to do, and panics as checkGemvNGroups.
+func checkGemvNTGroups(kernel string, ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) bool {
+	if fastGemvNGroups(ng, d, n, a, lda, x, ldx, y, ys, yk) && fastGemvTGroups(ng, d, n, a, lda, y, ys, yk, z, ldz) {
+		return true
+	}
+	strides(kernel, ldz)
+	if !checkGemvNGroups(kernel, ng, d, n, a, lda, x, ldx, y, ys, yk) {
+		return false
+	}
+	need(kernel, "z", z, (ng-1)*ldz+n-1)
+	return true
+}
+
+// checkGer2GemvGroups checks the operands of Ger2GemvGroups: those of
+// Ger2GroupsSet with out as its a, and a with out's shape. It reports
+// whether there is work to do, and panics as checkGerGroups.
+func checkGer2GemvGroups(kernel string, ng, d, n int, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) bool {
+	if fastGerGroups(ng, d, n, x, x2, xs, xk, y, y2, ldy, out, lda) && (ng*d-1)*lda+n <= len(a) {
+		return true
+	}
+	if !checkGerGroups(kernel, ng, d, n, x, x2, xs, xk, y, y2, ldy, out, lda, true) {
+		return false
+	}
+	need(kernel, "a", a, (ng*d-1)*lda+n-1)
+	return true
 }
 
 // MulAddRowsBatchAVX2 adds, for each of nb samples b, the element-wise

@@ -52,14 +52,22 @@ func TestCheckedWrappers(t *testing.T) {
 			SoftmaxColsAVX2, SoftmaxColsGradAVX2, SquashAVX2, SquashGradAVX2, GerGroupsAVX2, Ger2GroupsAVX2,
 			GemvTGroupsAVX2, GemvNGroupsAVX2, ExpAVX2)...)
 		ks = append(ks, kern{"MulAddRowsBatchSetAVX2", func() { MulAddRowsBatchSetAVX2(2, 3, 9, mk(26), 9, mk(54), 9, 27, mk(18), 9) }, func() {}},
-			kern{"Ger2GroupsSetAVX2", func() { Ger2GroupsSetAVX2(2, 3, 9, mk(6), mk(6), 3, 1, mk(18), mk(17), 9, mk(54), 9) }, func() {}})
+			kern{"Ger2GroupsSetAVX2", func() { Ger2GroupsSetAVX2(2, 3, 9, mk(6), mk(6), 3, 1, mk(18), mk(17), 9, mk(54), 9) }, func() {}},
+			kern{"SoftmaxRowsAVX2", func() { SoftmaxRowsAVX2(3, 9, mk(27), mk(26)) }, func() { SoftmaxRowsAVX2(3, 0, nil, nil) }},
+			kern{"SoftmaxRowsGradAVX2", func() { SoftmaxRowsGradAVX2(3, 9, mk(27), mk(26), mk(27)) }, func() { SoftmaxRowsGradAVX2(0, 9, nil, nil, nil) }},
+			kern{"Ger2GemvGroupsAVX2", func() { Ger2GemvGroupsAVX2(2, 3, 9, 1, mk(53), 9, mk(6), mk(6), 3, 1, mk(18), mk(18), 9, mk(54)) }, func() { Ger2GemvGroupsAVX2(2, 0, 9, 1, nil, 9, nil, nil, 3, 1, nil, nil, 9, nil) }},
+			kern{"GemvNTGroupsAVX2", func() { GemvNTGroupsAVX2(2, 3, 9, mk(54), 9, mk(18), 9, mk(6), 3, 1, mk(17), 9) }, func() { GemvNTGroupsAVX2(2, 3, 0, nil, 9, nil, 9, nil, 3, 1, nil, 9) }})
 	}
 	if cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512DQ, cpuid.AVX512BW, cpuid.AVX512VL) {
 		ks = append(ks, set("AVX512", GemvNAVX512, GemvTAVX512, GerAVX512, MulAddRowsAVX512, MulAddRowsBatchAVX512,
 			SoftmaxColsAVX512, SoftmaxColsGradAVX512, SquashAVX512, SquashGradAVX512, GerGroupsAVX512, Ger2GroupsAVX512,
 			GemvTGroupsAVX512, GemvNGroupsAVX512, ExpAVX512)...)
 		ks = append(ks, kern{"MulAddRowsBatchSetAVX512", func() { MulAddRowsBatchSetAVX512(2, 3, 9, mk(27), 9, mk(53), 9, 27, mk(18), 9) }, func() {}},
-			kern{"Ger2GroupsSetAVX512", func() { Ger2GroupsSetAVX512(2, 3, 9, mk(6), mk(6), 3, 1, mk(18), mk(18), 9, mk(53), 9) }, func() {}})
+			kern{"Ger2GroupsSetAVX512", func() { Ger2GroupsSetAVX512(2, 3, 9, mk(6), mk(6), 3, 1, mk(18), mk(18), 9, mk(53), 9) }, func() {}},
+			kern{"SoftmaxRowsAVX512", func() { SoftmaxRowsAVX512(3, 9, mk(27), mk(26)) }, func() { SoftmaxRowsAVX512(3, 0, nil, nil) }},
+			kern{"SoftmaxRowsGradAVX512", func() { SoftmaxRowsGradAVX512(3, 9, mk(27), mk(26), mk(27)) }, func() { SoftmaxRowsGradAVX512(0, 9, nil, nil, nil) }},
+			kern{"Ger2GemvGroupsAVX512", func() { Ger2GemvGroupsAVX512(2, 3, 9, 1, mk(53), 9, mk(6), mk(6), 3, 1, mk(18), mk(18), 9, mk(54)) }, func() { Ger2GemvGroupsAVX512(2, 0, 9, 1, nil, 9, nil, nil, 3, 1, nil, nil, 9, nil) }},
+			kern{"GemvNTGroupsAVX512", func() { GemvNTGroupsAVX512(2, 3, 9, mk(54), 9, mk(18), 9, mk(6), 3, 1, mk(17), 9) }, func() { GemvNTGroupsAVX512(2, 3, 0, nil, 9, nil, 9, nil, 3, 1, nil, 9) }})
 	}
 	if len(ks) == 0 {
 		t.Skip("no AVX2 on this CPU")

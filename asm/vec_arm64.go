@@ -42,6 +42,16 @@ func softmaxColsNEON(rows, n int, l, c []float32)
 //go:noescape
 func softmaxColsGradNEON(rows, n int, c, dc, dl []float32)
 
+// softmaxRowsNEON is the body of SoftmaxRowsNEON.
+//
+//go:noescape
+func softmaxRowsNEON(rows, n int, l, c []float32)
+
+// softmaxRowsGradNEON is the body of SoftmaxRowsGradNEON.
+//
+//go:noescape
+func softmaxRowsGradNEON(rows, n int, c, dc, dl []float32)
+
 // squashNEON is the body of SquashNEON.
 //
 //go:noescape
@@ -76,6 +86,16 @@ func ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, 
 //
 //go:noescape
 func ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+
+// ger2GemvGroupsNEON is the body of Ger2GemvGroupsNEON.
+//
+//go:noescape
+func ger2GemvGroupsNEON(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32)
+
+// gemvNTGroupsNEON is the body of GemvNTGroupsNEON.
+//
+//go:noescape
+func gemvNTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int)
 
 // fmaPeakNEON is the body of FMAPeakNEON.
 //

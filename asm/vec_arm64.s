@@ -36,6 +36,8 @@
 #define VFMIN(m, n, d) WORD $(0x4ea0f400 | ((m)<<16) | ((n)<<5) | (d))
 // faddp vd.4s, vn.4s, vm.4s: Vd = {Vn[0]+Vn[1], Vn[2]+Vn[3], Vm[0]+Vm[1], Vm[2]+Vm[3]}
 #define VFADDP(m, n, d) WORD $(0x6e20d400 | ((m)<<16) | ((n)<<5) | (d))
+// fmaxp vd.4s, vn.4s, vm.4s: Vd = {max(Vn[0], Vn[1]), max(Vn[2], Vn[3]), max(Vm[0], Vm[1]), max(Vm[2], Vm[3])}
+#define VFMAXP(m, n, d) WORD $(0x6e20f400 | ((m)<<16) | ((n)<<5) | (d))
 // fmla vd.4s, vn.4s, vm.4s: Vd += Vn * Vm (fused; same as Go's VFMLA)
 #define VFMLAW(m, n, d) WORD $(0x4e20cc00 | ((m)<<16) | ((n)<<5) | (d))
 // fmls vd.4s, vn.4s, vm.4s: Vd -= Vn * Vm (fused; same as Go's VFMLS)
@@ -1113,6 +1115,235 @@ sgdone:
 #undef qK
 
 // ---------------------------------------------------------------------------
+// func softmaxRowsNEON(rows, n int, l, c []float32)
+// For each row r: mx = max_i l[r,i]; c[r,i] = exp(l[r,i]−mx);
+// c[r,:] *= 1/Σ_i c[r,i]. Each row is walked 4 columns at a time, then
+// one column at a time; the max and the sum of the 4-column blocks are
+// folded across the lanes (FMAXP, FADDP), the single columns' added after.
+// Vectors: V0 row max, V4 sum then its inverse, V8 values, V12..V15 exp
+// temporaries, V19..V31 exp constants.
+#define rR R0   // rows left
+#define rN R1   // n
+#define rL R2   // &l[r,0]
+#define rC R3   // &c[r,0]
+#define rPL R4  // &l[r,i]
+#define rPC R5  // &c[r,i]
+#define rK R6   // columns left
+
+TEXT ·softmaxRowsNEON(SB), NOSPLIT, $0-64
+	MOVD rows+0(FP), rR    // rR = rows
+	MOVD n+8(FP), rN       // rN = n
+	MOVD l_base+16(FP), rL // rL = &l[0]
+	MOVD c_base+40(FP), rC // rC = &c[0]
+	CBZ  rR, srdone        // no rows: nothing to do
+	CBZ  rN, srdone        // no columns: nothing to do
+	EXPCONST               // V19..V31 = exp constants
+
+srrow:
+	FMOVS (rL), F0                 // V0 = {l[r,0], 0, 0, 0}
+	VDUP  V0.S[0], V0.S4           // V0 = l[r,0] in every lane
+	MOVD  rL, rPL                  // rPL = &l[r,0]
+	MOVD  rN, rK                   // rK = n
+
+srmax4:
+	CMP    $4, rK                  // fewer than 4 columns left?
+	BLT    srmax1
+	VLD1.P 16(rPL), [V8.S4]        // V8 = l[r,i:i+4]
+	VFMAX(8, 0, 0)                 // V0 = max(V0, V8)
+	SUB    $4, rK                  // rK -= 4
+	B      srmax4
+
+srmax1:
+	CBZ   rK, srmaxd               // columns done?
+	FMOVS (rPL), F8                // V8 = {l[r,i], 0, 0, 0}
+	ADD   $4, rPL                  // next column
+	VDUP  V8.S[0], V8.S4           // V8 = l[r,i] in every lane
+	VFMAX(8, 0, 0)                 // V0 = max(V0, V8)
+	SUB   $1, rK                   // rK--
+	B     srmax1
+
+srmaxd:
+	VFMAXP(0, 0, 0)                // fold the lanes:
+	VFMAXP(0, 0, 0)                // V0 = the row max in every lane
+	MOVD  rL, rPL                  // rPL = &l[r,0]
+	MOVD  rC, rPC                  // rPC = &c[r,0]
+	MOVD  rN, rK                   // rK = n
+	VEOR  V4.B16, V4.B16, V4.B16   // V4 = 0
+
+srexp4:
+	CMP    $4, rK                  // fewer than 4 columns left?
+	BLT    srexpf
+	VLD1.P 16(rPL), [V8.S4]        // V8 = l[r,i:i+4]
+	VFSUB(0, 8, 8)                 // V8 -= max
+	EXP(8, 12, 13, 14, 15)         // V8 = exp(V8)
+	VST1.P [V8.S4], 16(rPC)        // c[r,i:i+4] = V8
+	VFADD(8, 4, 4)                 // V4 += V8
+	SUB    $4, rK                  // rK -= 4
+	B      srexp4
+
+srexpf:
+	VFADDP(4, 4, 4)                // fold the lanes:
+	VFADDP(4, 4, 4)                // V4 = the blocks' sum in every lane
+
+srexp1:
+	CBZ   rK, srexpd               // columns done?
+	FMOVS (rPL), F8                // V8 = {l[r,i], 0, 0, 0}
+	ADD   $4, rPL                  // next column
+	VFSUB(0, 8, 8)                 // V8 -= max
+	EXP(8, 12, 13, 14, 15)         // V8 = exp(V8)
+	FMOVS F8, (rPC)                // c[r,i] = V8[0]
+	ADD   $4, rPC                  // next column
+	FADDS F8, F4, F4               // F4 += e (lanes 1-3 of V4 zeroed)
+	SUB   $1, rK                   // rK--
+	B     srexp1
+
+srexpd:
+	VDUP  V4.S[0], V4.S4           // V4 = sum in every lane
+	VFDIV(4, cONE, 4)              // V4 = 1/sum
+	MOVD  rC, rPC                  // rPC = &c[r,0]
+	MOVD  rN, rK                   // rK = n
+
+srsc4:
+	CMP    $4, rK                  // fewer than 4 columns left?
+	BLT    srsc1
+	VLD1   (rPC), [V8.S4]          // V8 = c[r,i:i+4]
+	VFMUL(4, 8, 8)                 // V8 *= 1/sum
+	VST1.P [V8.S4], 16(rPC)        // c[r,i:i+4] = V8
+	SUB    $4, rK                  // rK -= 4
+	B      srsc4
+
+srsc1:
+	CBZ   rK, srnext               // columns done?
+	FMOVS (rPC), F8                // F8 = c[r,i]
+	FMULS F4, F8, F8               // F8 *= 1/sum
+	FMOVS F8, (rPC)                // c[r,i] = F8
+	ADD   $4, rPC                  // next column
+	SUB   $1, rK                   // rK--
+	B     srsc1
+
+srnext:
+	MOVD rPL, rL                   // rL = &l[r+1,0] (the exp pass walked row r)
+	MOVD rPC, rC                   // rC = &c[r+1,0]
+	SUB  $1, rR                    // rR--
+	CBNZ rR, srrow
+
+srdone:
+	RET
+
+#undef rR
+#undef rN
+#undef rL
+#undef rC
+#undef rPL
+#undef rPC
+#undef rK
+
+// ---------------------------------------------------------------------------
+// func softmaxRowsGradNEON(rows, n int, c, dc, dl []float32)
+// For each row r: dot = Σ_i c[r,i]·dc[r,i]; dl[r,i] = c[r,i]·(dc[r,i]−dot).
+// The dot product of the 4-column blocks is folded across the lanes
+// (FADDP), the single columns' added after. Vectors: V0 dot, V4 c, V8 dc
+// then dl.
+#define gR R0   // rows left
+#define gN R1   // n
+#define gC R2   // &c[r,0]
+#define gD R3   // &dc[r,0]
+#define gL R4   // &dl[r,0]
+#define gPC R5  // &c[r,i]
+#define gPD R6  // &dc[r,i]
+#define gPL R7  // &dl[r,i]
+#define gK R8   // columns left
+
+TEXT ·softmaxRowsGradNEON(SB), NOSPLIT, $0-88
+	MOVD rows+0(FP), gR     // gR = rows
+	MOVD n+8(FP), gN        // gN = n
+	MOVD c_base+16(FP), gC  // gC = &c[0]
+	MOVD dc_base+40(FP), gD // gD = &dc[0]
+	MOVD dl_base+64(FP), gL // gL = &dl[0]
+	CBZ  gR, srgdone        // no rows: nothing to do
+	CBZ  gN, srgdone        // no columns: nothing to do
+
+srgrow:
+	VEOR V0.B16, V0.B16, V0.B16    // V0 = 0
+	MOVD gC, gPC                   // gPC = &c[r,0]
+	MOVD gD, gPD                   // gPD = &dc[r,0]
+	MOVD gN, gK                    // gK = n
+
+srgdot4:
+	CMP    $4, gK                  // fewer than 4 columns left?
+	BLT    srgdotf
+	VLD1.P 16(gPC), [V4.S4]        // V4 = c[r,i:i+4]
+	VLD1.P 16(gPD), [V8.S4]        // V8 = dc[r,i:i+4]
+	VFMLA  V8.S4, V4.S4, V0.S4     // V0 += c·dc
+	SUB    $4, gK                  // gK -= 4
+	B      srgdot4
+
+srgdotf:
+	VFADDP(0, 0, 0)                // fold the lanes:
+	VFADDP(0, 0, 0)                // V0 = the blocks' dot in every lane
+
+srgdot1:
+	CBZ    gK, srgdotd             // columns done?
+	FMOVS  (gPC), F4               // F4 = c[r,i]
+	FMOVS  (gPD), F8               // F8 = dc[r,i]
+	ADD    $4, gPC                 // next column
+	ADD    $4, gPD
+	FMADDS F8, F0, F4, F0          // F0 += c·dc (lanes 1-3 of V0 zeroed)
+	SUB    $1, gK                  // gK--
+	B      srgdot1
+
+srgdotd:
+	VDUP V0.S[0], V0.S4            // V0 = dot in every lane
+	MOVD gC, gPC                   // gPC = &c[r,0]
+	MOVD gD, gPD                   // gPD = &dc[r,0]
+	MOVD gL, gPL                   // gPL = &dl[r,0]
+	MOVD gN, gK                    // gK = n
+
+srgout4:
+	CMP    $4, gK                  // fewer than 4 columns left?
+	BLT    srgout1
+	VLD1.P 16(gPC), [V4.S4]        // V4 = c[r,i:i+4]
+	VLD1.P 16(gPD), [V8.S4]        // V8 = dc[r,i:i+4]
+	VFSUB(0, 8, 8)                 // V8 = dc − dot
+	VFMUL(8, 4, 8)                 // V8 = c·(dc − dot)
+	VST1.P [V8.S4], 16(gPL)        // dl[r,i:i+4] = V8
+	SUB    $4, gK                  // gK -= 4
+	B      srgout4
+
+srgout1:
+	CBZ   gK, srgnext              // columns done?
+	FMOVS (gPC), F4                // F4 = c[r,i]
+	FMOVS (gPD), F8                // F8 = dc[r,i]
+	ADD   $4, gPC                  // next column
+	ADD   $4, gPD
+	FSUBS F0, F8, F8               // F8 = dc − dot
+	FMULS F4, F8, F8               // F8 = c·(dc − dot)
+	FMOVS F8, (gPL)                // dl[r,i] = F8
+	ADD   $4, gPL                  // next column
+	SUB   $1, gK                   // gK--
+	B     srgout1
+
+srgnext:
+	MOVD gPC, gC                   // next row
+	MOVD gPD, gD
+	MOVD gPL, gL
+	SUB  $1, gR                    // gR--
+	CBNZ gR, srgrow
+
+srgdone:
+	RET
+
+#undef gR
+#undef gN
+#undef gC
+#undef gD
+#undef gL
+#undef gPC
+#undef gPD
+#undef gPL
+#undef gK
+
+// ---------------------------------------------------------------------------
 // Squash scale factors, 4 capsules per vector; V16 = ε, exp constants set.
 
 // SCALEM(q, nn, e, t0, t1, t2, t3): Mazzia, Vq = |s|² in, f out:
@@ -2058,6 +2289,331 @@ ger2sgdone:
 #undef qPY
 #undef qC
 #undef qDA
+// ---------------------------------------------------------------------------
+// func ger2GemvGroupsNEON(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32)
+// For every group j and row k (r = j·d+k): t = α·Σ_c a[r,c]·y2[j,c], then
+// out[r,c] = t + x[j·xs+k·xk]·y[j,c] + x2[j·xs+k·xk]·y2[j,c] (out with a's
+// row stride lda): gemvNGroups of a against y2 fused with ger2GroupsSet
+// starting from that row bias, a row of a read and a row of out written
+// in one pass. The
+// dot product of the 4-column blocks is folded across the lanes (FADDP),
+// the single columns' added after. Vectors: V0 dot then t, V1, V2 values,
+// V4 result, V7 α, V16 x[j,k], V17 x2[j,k].
+#define gvG R0    // groups left
+#define gvD R1    // d
+#define gvN R2    // n
+#define gvX R3    // &x of the current group
+#define gvX2 R4   // &x2 of the current group
+#define gvXS R5   // xs in bytes
+#define gvK R6    // xk in bytes
+#define gvY R7    // &y[j,0]
+#define gvY2 R8   // &y2[j,0]
+#define gvLDY R9  // ldy in bytes
+#define gvPA R10  // &a[r,0]
+#define gvPO R11  // &out[r,0]
+#define gvLDA R12 // lda in bytes
+#define gvR R13   // rows left in the group
+#define gvPX R14  // walks x
+#define gvPX2 R15 // walks x2
+#define gvP R16   // walks a row of a, then of out
+#define gvPY R17  // walks y
+#define gvPY2 R19 // walks y2
+#define gvC R20   // columns left
+
+TEXT ·ger2GemvGroupsNEON(SB), NOSPLIT, $0-208
+	MOVD  ng+0(FP), gvG        // gvG = ng
+	MOVD  d+8(FP), gvD         // gvD = d
+	MOVD  n+16(FP), gvN         // gvN = n
+	FMOVS alpha+24(FP), F7     // F7 = α
+	MOVD  a_base+32(FP), gvPA   // gvPA = &a[0]
+	MOVD  lda+56(FP), gvLDA     // gvLDA = lda
+	MOVD  x_base+64(FP), gvX    // gvX = &x[0]
+	MOVD  x2_base+88(FP), gvX2  // gvX2 = &x2[0]
+	MOVD  xs+112(FP), gvXS       // gvXS = xs
+	MOVD  xk+120(FP), gvK        // gvK = xk
+	MOVD  y_base+128(FP), gvY    // gvY = &y[0]
+	MOVD  y2_base+152(FP), gvY2  // gvY2 = &y2[0]
+	MOVD  ldy+176(FP), gvLDY     // gvLDY = ldy
+	MOVD  out_base+184(FP), gvPO // gvPO = &out[0]
+	CBZ   gvG, wgdone               // nothing to do?
+	CBZ   gvD, wgdone
+	CBZ   gvN, wgdone
+	VDUP  V7.S[0], V7.S4           // V7 = α ×4
+	LSL   $2, gvXS                  // strides in bytes
+	LSL   $2, gvK
+	LSL   $2, gvLDY
+	LSL   $2, gvLDA
+
+wggroup:
+	MOVD gvX, gvPX                   // gvPX = &x[j·xs]
+	MOVD gvX2, gvPX2                 // gvPX2 = &x2[j·xs]
+	MOVD gvD, gvR                    // gvR = d
+
+wgrow:
+	VEOR  V0.B16, V0.B16, V0.B16   // V0 = 0
+	MOVD  gvPA, gvP                  // gvP = &a[r,0]
+	MOVD  gvY2, gvPY2                // gvPY2 = &y2[j,0]
+	MOVD  gvN, gvC                   // gvC = n
+
+wgd4:
+	CMP    $4, gvC                  // fewer than 4 columns left?
+	BLT    wgdf
+	VLD1.P 16(gvP), [V1.S4]         // V1 = a[r,c:c+4]
+	VLD1.P 16(gvPY2), [V2.S4]       // V2 = y2[j,c:c+4]
+	VFMLA  V2.S4, V1.S4, V0.S4     // V0 += a·y2
+	SUB    $4, gvC                  // gvC -= 4
+	B      wgd4
+
+wgdf:
+	VFADDP(0, 0, 0)                // fold the lanes:
+	VFADDP(0, 0, 0)                // V0 = the blocks' dot in every lane
+
+wgd1:
+	CBZ    gvC, wgdd                // columns done?
+	FMOVS  (gvP), F1                // F1 = a[r,c]
+	FMOVS  (gvPY2), F2              // F2 = y2[j,c]
+	ADD    $4, gvP                  // next column
+	ADD    $4, gvPY2
+	FMADDS F2, F0, F1, F0          // F0 += a·y2 (lanes 1-3 of V0 zeroed)
+	SUB    $1, gvC                  // gvC--
+	B      wgd1
+
+wgdd:
+	VDUP  V0.S[0], V0.S4           // V0 = dot in every lane
+	VFMUL(7, 0, 0)                 // V0 = t = α·dot
+	VLD1R (gvPX), [V16.S4]          // V16 = x[j,k] ×4 (F16 = x[j,k])
+	VLD1R (gvPX2), [V17.S4]         // V17 = x2[j,k] ×4 (F17 = x2[j,k])
+	ADD   gvK, gvPX                  // next x
+	ADD   gvK, gvPX2                 // next x2
+	MOVD  gvPO, gvP                  // gvP = &out[r,0]
+	MOVD  gvY, gvPY                  // gvPY = &y[j,0]
+	MOVD  gvY2, gvPY2                // gvPY2 = &y2[j,0]
+	MOVD  gvN, gvC                   // gvC = n
+
+wgo4:
+	CMP    $4, gvC                  // fewer than 4 columns left?
+	BLT    wgo1
+	VLD1.P 16(gvPY), [V1.S4]        // V1 = y[j,c:c+4]
+	VLD1.P 16(gvPY2), [V2.S4]       // V2 = y2[j,c:c+4]
+	VCOPY(0, 4)                    // V4 = t
+	VFMLA  V16.S4, V1.S4, V4.S4    // V4 += x·y
+	VFMLA  V17.S4, V2.S4, V4.S4    // V4 += x2·y2
+	VST1.P [V4.S4], 16(gvP)         // out[r,c:c+4] = V4
+	SUB    $4, gvC                  // gvC -= 4
+	B      wgo4
+
+wgo1:
+	CBZ     gvC, wgnext             // columns done?
+	FMOVS.P 4(gvPY), F1             // F1 = y[j,c]
+	FMOVS.P 4(gvPY2), F2            // F2 = y2[j,c]
+	FMOVS   F0, F4                 // F4 = t
+	FMADDS  F1, F4, F16, F4        // F4 += x·y[j,c]
+	FMADDS  F2, F4, F17, F4        // F4 += x2·y2[j,c]
+	FMOVS.P F4, 4(gvP)              // out[r,c] = F4
+	SUB     $1, gvC                 // gvC--
+	B       wgo1
+
+wgnext:
+	ADD  gvLDA, gvPA                 // next row of a
+	ADD  gvLDA, gvPO                 // next row of out
+	SUB  $1, gvR                    // gvR--
+	CBNZ gvR, wgrow
+	ADD  gvXS, gvX                   // next group of x
+	ADD  gvXS, gvX2                  // next group of x2
+	ADD  gvLDY, gvY                  // next group of y
+	ADD  gvLDY, gvY2                 // next group of y2
+	SUB  $1, gvG                    // gvG--
+	CBNZ gvG, wggroup
+
+wgdone:
+	RET
+
+#undef gvG
+#undef gvD
+#undef gvN
+#undef gvX
+#undef gvX2
+#undef gvXS
+#undef gvK
+#undef gvY
+#undef gvY2
+#undef gvLDY
+#undef gvPA
+#undef gvPO
+#undef gvLDA
+#undef gvR
+#undef gvPX
+#undef gvPX2
+#undef gvP
+#undef gvPY
+#undef gvPY2
+#undef gvC
+
+// ---------------------------------------------------------------------------
+// func gemvNTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int)
+// For every group j: y[j·ys+k·yk] = Σ_c a[r,c]·x[j·ldx+c] (r = j·d+k), then
+// z[j·ldz+c] = Σ_k y[j·ys+k·yk]·a[r,c]: gemvNGroups and then gemvTGroups
+// of its result, both overwriting their output, in one call. First pass,
+// per row: the dot product of the 4-column blocks folded across the lanes
+// (FADDP), the single columns' added after, stored. Second pass, per block
+// of 4 columns (then single columns): Σ_k y[j,k]·a[r,c:c+4] in V0.
+// Vectors: V0 sums, V1 a, V2 x, V16 y[j,k].
+#define ntG R0    // groups left
+#define ntD R1    // d
+#define ntN R2    // n
+#define ntA R3    // &a[j·d,0]
+#define ntLDA R4  // lda in bytes
+#define ntX R5    // &x[j·ldx]
+#define ntY R6    // &y[j·ys]
+#define ntYK R7   // yk in bytes
+#define ntZ R8    // &z[j·ldz]
+#define ntPA R9   // &a[r,0] (first pass), &a[r,c] (second)
+#define ntP R10   // walks a row of a
+#define ntPX R11  // walks x
+#define ntPY R12  // walks y
+#define ntR R13   // rows left
+#define ntC R14   // columns left
+#define ntPZ R15  // &z[j·ldz+c]
+#define ntT R16   // scratch
+
+TEXT ·gemvNTGroupsNEON(SB), NOSPLIT, $0-160
+	MOVD ng+0(FP), ntG       // ntG = ng
+	MOVD d+8(FP), ntD        // ntD = d
+	MOVD n+16(FP), ntN        // ntN = n
+	MOVD a_base+24(FP), ntA   // ntA = &a[0]
+	MOVD lda+48(FP), ntLDA    // ntLDA = lda
+	MOVD x_base+56(FP), ntX   // ntX = &x[0]
+	MOVD y_base+88(FP), ntY   // ntY = &y[0]
+	MOVD yk+120(FP), ntYK      // ntYK = yk
+	MOVD z_base+128(FP), ntZ   // ntZ = &z[0]
+	CBZ  ntG, ntdone              // nothing to do?
+	CBZ  ntD, ntdone
+	CBZ  ntN, ntdone
+	LSL  $2, ntLDA                // strides in bytes
+	LSL  $2, ntYK
+
+ntgroup:
+	MOVD ntA, ntPA                // ntPA = &a[j·d,0]
+	MOVD ntY, ntPY                // ntPY = &y[j·ys]
+	MOVD ntD, ntR                 // ntR = d
+
+ntrow:
+	VEOR  V0.B16, V0.B16, V0.B16  // V0 = 0
+	MOVD  ntPA, ntP               // ntP = &a[r,0]
+	MOVD  ntX, ntPX               // ntPX = &x[j·ldx]
+	MOVD  ntN, ntC                // ntC = n
+
+ntd4:
+	CMP    $4, ntC                // fewer than 4 columns left?
+	BLT    ntdf
+	VLD1.P 16(ntP), [V1.S4]       // V1 = a[r,c:c+4]
+	VLD1.P 16(ntPX), [V2.S4]      // V2 = x[j,c:c+4]
+	VFMLA  V2.S4, V1.S4, V0.S4    // V0 += a·x
+	SUB    $4, ntC                // ntC -= 4
+	B      ntd4
+
+ntdf:
+	VFADDP(0, 0, 0)               // fold the lanes:
+	VFADDP(0, 0, 0)               // F0 = the blocks' dot
+
+ntd1:
+	CBZ    ntC, ntdd              // columns done?
+	FMOVS  (ntP), F1              // F1 = a[r,c]
+	FMOVS  (ntPX), F2             // F2 = x[j,c]
+	ADD    $4, ntP                // next column
+	ADD    $4, ntPX
+	FMADDS F2, F0, F1, F0         // F0 += a·x
+	SUB    $1, ntC                // ntC--
+	B      ntd1
+
+ntdd:
+	FMOVS F0, (ntPY)              // y[j,k] = F0
+	ADD   ntYK, ntPY              // next y
+	ADD   ntLDA, ntPA             // next row of a
+	SUB   $1, ntR                 // ntR--
+	CBNZ  ntR, ntrow
+
+	// Second pass: z[j,:] = Σ_k y[j,k]·a[j·d+k,:].
+	MOVD ntA, ntPA                // ntPA = &a[j·d,0]
+	MOVD ntZ, ntPZ                // ntPZ = &z[j·ldz]
+	MOVD ntN, ntC                 // ntC = n
+
+ntt4:
+	CMP   $4, ntC                 // fewer than 4 columns left?
+	BLT   ntt1
+	VEOR  V0.B16, V0.B16, V0.B16  // V0 = 0
+	MOVD  ntPA, ntP               // ntP = &a[j·d,c]
+	MOVD  ntY, ntPY               // ntPY = &y[j·ys]
+	MOVD  ntD, ntR                // ntR = d
+
+ntt4r:
+	VLD1R (ntPY), [V16.S4]        // V16 = y[j,k] ×4
+	VLD1  (ntP), [V1.S4]          // V1 = a[r,c:c+4]
+	VFMLA V16.S4, V1.S4, V0.S4    // V0 += y·a
+	ADD   ntYK, ntPY              // next y
+	ADD   ntLDA, ntP              // next row
+	SUB   $1, ntR                 // ntR--
+	CBNZ  ntR, ntt4r
+	VST1.P [V0.S4], 16(ntPZ)      // z[j,c:c+4] = V0
+	ADD   $16, ntPA               // next 4 columns
+	SUB   $4, ntC                 // ntC -= 4
+	B     ntt4
+
+ntt1:
+	CBZ   ntC, ntnext             // columns done?
+	VEOR  V0.B16, V0.B16, V0.B16  // F0 = 0
+	MOVD  ntPA, ntP               // ntP = &a[j·d,c]
+	MOVD  ntY, ntPY               // ntPY = &y[j·ys]
+	MOVD  ntD, ntR                // ntR = d
+
+ntt1r:
+	FMOVS  (ntPY), F16            // F16 = y[j,k]
+	FMOVS  (ntP), F1              // F1 = a[r,c]
+	FMADDS F16, F0, F1, F0        // F0 += y·a
+	ADD    ntYK, ntPY             // next y
+	ADD    ntLDA, ntP             // next row
+	SUB    $1, ntR                // ntR--
+	CBNZ   ntR, ntt1r
+	FMOVS  F0, (ntPZ)             // z[j,c] = F0
+	ADD    $4, ntPZ               // next column
+	ADD    $4, ntPA
+	SUB    $1, ntC                // ntC--
+	B      ntt1
+
+ntnext:
+	MOVD ntD, ntT                 // ntT = d
+	MUL  ntLDA, ntT               // ntT = d·lda bytes
+	ADD  ntT, ntA                 // next group of a
+	MOVD ldx+80(FP), ntT
+	ADD  ntT<<2, ntX              // next group of x
+	MOVD ys+112(FP), ntT
+	ADD  ntT<<2, ntY              // next group of y
+	MOVD ldz+152(FP), ntT
+	ADD  ntT<<2, ntZ              // next group of z
+	SUB  $1, ntG                  // ntG--
+	CBNZ ntG, ntgroup
+
+ntdone:
+	RET
+
+#undef ntG
+#undef ntD
+#undef ntN
+#undef ntA
+#undef ntLDA
+#undef ntX
+#undef ntY
+#undef ntYK
+#undef ntZ
+#undef ntPA
+#undef ntP
+#undef ntPX
+#undef ntPY
+#undef ntR
+#undef ntC
+#undef ntPZ
+#undef ntT
+
 // ---------------------------------------------------------------------------
 // func fmaPeakNEON(out, in []float32, iters int)
 // The FMA throughput loop: 24 accumulators V0..V23 start at 0;

@@ -141,6 +141,53 @@ func SoftmaxColsGradNEON(rows, n int, c, dc, dl []float32) {
 	}
 }
 
+// SoftmaxRowsNEON sets every row of the rows×n row-major c to the softmax
+// of the same row of l, with exp as in ExpNEON. c may be l. The max and the
+// sum of each row's 4-column blocks are folded across the lanes, the last
+// n%4 columns' added after, so the sum's rounding differs from the loop's.
+// It is equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		row, out := l[r*n:r*n+n], c[r*n:r*n+n]
+//		mx := row[0]
+//		for i := 1; i < n; i++ {
+//			mx = max(mx, row[i]) // NaN propagates
+//		}
+//		var sum float32
+//		for i := 0; i < n; i++ {
+//			out[i] = exp(row[i] - mx)
+//			sum += out[i]
+//		}
+//		inv := 1 / sum
+//		for i := 0; i < n; i++ {
+//			out[i] *= inv
+//		}
+//	}
+func SoftmaxRowsNEON(rows, n int, l, c []float32) {
+	if checkCols("SoftmaxRowsNEON", rows, n, "lc", l, c) {
+		softmaxRowsNEON(rows, n, l, c)
+	}
+}
+
+// SoftmaxRowsGradNEON computes the gradient of SoftmaxRowsNEON with
+// respect to its logits, for rows×n row-major matrices. dl may be dc. It
+// is equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		var dot float32
+//		for i := 0; i < n; i++ {
+//			dot += c[r*n+i] * dc[r*n+i]
+//		}
+//		for i := 0; i < n; i++ {
+//			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+//		}
+//	}
+func SoftmaxRowsGradNEON(rows, n int, c, dc, dl []float32) {
+	if checkColsNEON("SoftmaxRowsGradNEON", rows, n, []string{"c", "dc", "dl"}, c, dc, dl) {
+		softmaxRowsGradNEON(rows, n, c, dc, dl)
+	}
+}
+
 // SquashNEON squashes n capsules of dimension d stored component-major
 // (s[l*n+i] is component l of capsule i) into v. kind 0 is Mazzia's squash,
 // f = (1 − exp(−m))/m, kind 1 is Sabour's, f = q/(1+q)/m, where q = |s|²
@@ -273,6 +320,64 @@ func Ger2GroupsNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, 
 func Ger2GroupsSetNEON(ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int) {
 	if checkGerGroups("Ger2GroupsSetNEON", ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda, true) {
 		ger2GroupsSetNEON(ng, d, n, x, x2, xs, xk, y, y2, ldy, a, lda)
+	}
+}
+
+// Ger2GemvGroupsNEON is GemvNGroupsNEON of a against y2, scaled by alpha
+// and broadcast along the row, fused with Ger2GroupsSetNEON starting from
+// that row bias instead of zero: each row of a is read once and the same
+// row of out (row stride lda) written once. The dot
+// product of each row's 4-column blocks is folded across the lanes, the
+// last n%4 columns' added after. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			r := j*d + k
+//			var dot float32
+//			for c := 0; c < n; c++ {
+//				dot += a[r*lda+c] * y2[j*ldy+c]
+//			}
+//			t := alpha * dot
+//			for c := 0; c < n; c++ {
+//				out[r*lda+c] = t + x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+//			}
+//		}
+//	}
+func Ger2GemvGroupsNEON(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+	if checkGerGroups("Ger2GemvGroupsNEON", ng, d, n, x, x2, xs, xk, y, y2, ldy, out, lda, true) {
+		need("Ger2GemvGroupsNEON", "a", a, (ng*d-1)*lda+n-1)
+		ger2GemvGroupsNEON(ng, d, n, alpha, a, lda, x, x2, xs, xk, y, y2, ldy, out)
+	}
+}
+
+// GemvNTGroupsNEON is GemvNGroupsNEON overwriting y, followed by
+// GemvTGroupsNEON of that y overwriting z, in one call. Each row's dot
+// product of 4-column blocks is folded across the lanes, the last n%4
+// columns' added after. It is equivalent to
+//
+//	for j := 0; j < ng; j++ {
+//		for k := 0; k < d; k++ {
+//			var dot float32
+//			for c := 0; c < n; c++ {
+//				dot += a[(j*d+k)*lda+c] * x[j*ldx+c]
+//			}
+//			y[j*ys+k*yk] = dot
+//		}
+//		for c := 0; c < n; c++ {
+//			var sum float32
+//			for k := 0; k < d; k++ {
+//				sum += y[j*ys+k*yk] * a[(j*d+k)*lda+c]
+//			}
+//			z[j*ldz+c] = sum
+//		}
+//	}
+//
+// y must not overlap a, x or z.
+func GemvNTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) {
+	strides("GemvNTGroupsNEON", ldz)
+	if checkGemvNGroups("GemvNTGroupsNEON", ng, d, n, a, lda, x, ldx, y, ys, yk) {
+		need("GemvNTGroupsNEON", "z", z, (ng-1)*ldz+n-1)
+		gemvNTGroupsNEON(ng, d, n, a, lda, x, ldx, y, ys, yk, z, ldz)
 	}
 }
 

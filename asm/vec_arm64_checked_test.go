@@ -52,6 +52,14 @@ func neonCases() []neonCase {
 			func() { SoftmaxColsGradNEON(m, n, mk(m*n), mk(m*n), mk(m*n)) },
 			func() { SoftmaxColsGradNEON(m, n, mk(m*n), mk(m*n-1), mk(m*n)) },
 			func() { SoftmaxColsGradNEON(0, n, nil, nil, nil) }},
+		{"SoftmaxRowsGradNEON", "dc",
+			func() { SoftmaxRowsGradNEON(m, n, mk(m*n), mk(m*n), mk(m*n)) },
+			func() { SoftmaxRowsGradNEON(m, n, mk(m*n), mk(m*n-1), mk(m*n)) },
+			func() { SoftmaxRowsGradNEON(0, n, nil, nil, nil) }},
+		{"SoftmaxRowsNEON", "c",
+			func() { SoftmaxRowsNEON(m, n, mk(m*n), mk(m*n)) },
+			func() { SoftmaxRowsNEON(m, n, mk(m*n), mk(m*n-1)) },
+			func() { SoftmaxRowsNEON(0, n, nil, nil) }},
 		{"SquashNEON", "v",
 			func() { SquashNEON(1, m, n, mk(m*n), mk(m*n)) },
 			func() { SquashNEON(0, m, n, mk(m*n), mk(m*n-1)) },
@@ -84,6 +92,18 @@ func neonCases() []neonCase {
 			func() { Ger2GroupsSetNEON(ng, d, n, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
 			func() { Ger2GroupsSetNEON(ng, d, n, mk(xl), mk(xl-1), xs, xk, mk(yl), mk(yl), ldy, mk(gl), lda) },
 			func() { Ger2GroupsSetNEON(0, d, n, nil, nil, xs, xk, nil, nil, ldy, nil, lda) }},
+		{"GemvNTGroupsNEON", "z",
+			func() { GemvNTGroupsNEON(ng, d, n, mk(gl), lda, mk(yl), ldy, mk(xl), xs, xk, mk(yl), ldy) },
+			func() { GemvNTGroupsNEON(ng, d, n, mk(gl), lda, mk(yl), ldy, mk(xl), xs, xk, mk(yl-1), ldy) },
+			func() { GemvNTGroupsNEON(ng, 0, n, nil, lda, nil, ldy, nil, xs, xk, nil, ldy) }},
+		{"Ger2GemvGroupsNEON", "a",
+			func() {
+				Ger2GemvGroupsNEON(ng, d, n, 1, mk(gl), lda, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl), ldy, mk(gl))
+			},
+			func() {
+				Ger2GemvGroupsNEON(ng, d, n, 1, mk(gl-1), lda, mk(xl), mk(xl), xs, xk, mk(yl), mk(yl), ldy, mk(gl))
+			},
+			func() { Ger2GemvGroupsNEON(ng, d, 0, 1, nil, lda, nil, nil, xs, xk, nil, nil, ldy, nil) }},
 		{"FMAPeakNEON", "in",
 			func() { FMAPeakNEON(mk(4), mk(8), 3) },
 			func() { FMAPeakNEON(mk(4), mk(7), 3) },

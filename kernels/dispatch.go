@@ -62,6 +62,13 @@ type ops struct {
 	// softmaxColsGrad: dl[r,i] = c[r,i]·(dc[r,i] − Σ_r' c[r',i]·dc[r',i]).
 	softmaxColsGrad func(rows, n int, c, dc, dl []float32)
 
+	// softmaxRows: for every row r < rows of the rows×n row-major matrix l,
+	// c[r,:] = softmax of l[r,:] (max-subtracted). c may be l.
+	softmaxRows func(rows, n int, l, c []float32)
+	// softmaxRowsGrad: dl[r,i] = c[r,i]·(dc[r,i] − Σ_i' c[r,i']·dc[r,i']).
+	// dl may be dc.
+	softmaxRowsGrad func(rows, n int, c, dc, dl []float32)
+
 	// gerGroups: a[(j*d+k)*lda+c] += x[j*xs+k*xk]·y[j*ldy+c] for j < g,
 	// k < d, c < n: g rank-1 updates of d×n blocks stacked in one matrix,
 	// block j with its own rows of x and y, in one call. x is read with two
@@ -76,6 +83,17 @@ type ops struct {
 	// (a is not read): a[(j*d+k)*lda+c] = x[j*xs+k*xk]·y[j*ldy+c] +
 	// x2[j*xs+k*xk]·y2[j*ldy+c].
 	ger2GroupsSet func(g, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int)
+	// ger2GemvGroups: out[r*lda+c] = alpha·Σ_c' a[r*lda+c']·y2[j*ldy+c'] +
+	// x[j*xs+k*xk]·y[j*ldy+c] + x2[j*xs+k*xk]·y2[j*ldy+c] for r = j*d+k:
+	// gemvNGroups of a against y2, scaled, broadcast along the row and
+	// added first, then ger2GroupsSet's two products, in one pass over a
+	// and out (out has a's row stride).
+	ger2GemvGroups func(g, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32)
+	// gemvNTGroups: y[j*ys+k*yk] = Σ_c a[(j*d+k)*lda+c]·x[j*ldx+c], then
+	// z[j*ldz+c] = Σ_k y[j*ys+k*yk]·a[(j*d+k)*lda+c]: gemvNGroups and
+	// gemvTGroups of its result, both overwriting, in one call (y does not
+	// overlap a, x or z; nothing is written when g, d or n is 0).
+	gemvNTGroups func(g, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int)
 	// gemvTGroups: y[j*ldy+c] += Σ_k x[j*xs+k*xk]·a[(j*d+k)*lda+c] for
 	// j < g, k < d, c < n: the gemvT of every d×n block j into row j of y.
 	gemvTGroups func(g, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)

@@ -17,11 +17,15 @@ var refOps = ops{
 	mulAddRows:      mulAddRowsRef,
 	softmaxCols:     softmaxColsRef,
 	softmaxColsGrad: softmaxColsGradRef,
+	softmaxRows:     softmaxRowsRef,
+	softmaxRowsGrad: softmaxRowsGradRef,
 	squash:          squashRef,
 	squashGrad:      squashGradRef,
 	gerGroups:       gerGroupsRef,
 	ger2Groups:      ger2GroupsRef,
 	ger2GroupsSet:   ger2GroupsSetRef,
+	ger2GemvGroups:  ger2GemvGroupsRef,
+	gemvNTGroups:    gemvNTGroupsRef,
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
 	exp:             expRef,
@@ -152,6 +156,52 @@ func ger2GroupsSetRef(g, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32,
 	}
 }
 
+func ger2GemvGroupsRef(g, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+	for j := 0; j < g; j++ {
+		yj := y[j*ldy : j*ldy+n]
+		y2j := y2[j*ldy : j*ldy+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			ar, or := a[r*lda:r*lda+n], out[r*lda:r*lda+n]
+			var dot float32
+			for c, v := range ar {
+				dot += v * y2j[c]
+			}
+			t := alpha * dot
+			xr, x2r := x[j*xs+k*xk], x2[j*xs+k*xk]
+			for c := range or {
+				or[c] = t + xr*yj[c] + x2r*y2j[c]
+			}
+		}
+	}
+}
+
+func gemvNTGroupsRef(g, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) {
+	if d == 0 || n == 0 {
+		return // nothing is written (as the SIMD kernels)
+	}
+	for j := 0; j < g; j++ {
+		xj := x[j*ldx : j*ldx+n]
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			var dot float32
+			for c, v := range a[r*lda : r*lda+n] {
+				dot += v * xj[c]
+			}
+			y[j*ys+k*yk] = dot
+		}
+		zj := z[j*ldz : j*ldz+n]
+		clear(zj)
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			yr := y[j*ys+k*yk]
+			for c, v := range a[r*lda : r*lda+n] {
+				zj[c] += yr * v
+			}
+		}
+	}
+}
+
 func gemvTGroupsRef(g, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {
 	for j := 0; j < g; j++ {
 		yj := y[j*ldy : j*ldy+n]
@@ -212,6 +262,41 @@ func softmaxColsGradRef(rows, n int, c, dc, dl []float32) {
 		}
 		for r := 0; r < rows; r++ {
 			dl[r*n+i] = c[r*n+i] * (dc[r*n+i] - dot)
+		}
+	}
+}
+
+func softmaxRowsRef(rows, n int, l, c []float32) {
+	for r := 0; r < rows; r++ {
+		row, out := l[r*n:][:n], c[r*n:][:n]
+		mx := float32(math.Inf(-1))
+		for _, v := range row {
+			if v > mx {
+				mx = v
+			}
+		}
+		var sum float32
+		for i, v := range row {
+			e := float32(math.Exp(float64(v - mx)))
+			out[i] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+}
+
+func softmaxRowsGradRef(rows, n int, c, dc, dl []float32) {
+	for r := 0; r < rows; r++ {
+		cr, dcr, dlr := c[r*n:][:n], dc[r*n:][:n], dl[r*n:][:n]
+		var dot float32
+		for i, v := range cr {
+			dot += v * dcr[i]
+		}
+		for i, v := range cr {
+			dlr[i] = v * (dcr[i] - dot)
 		}
 	}
 }

@@ -342,6 +342,65 @@ func checkSoftmaxColsGrad(o *ops, rng *rand.Rand, rows, n int) error {
 	return nil
 }
 
+// softmaxRowLogits is softmaxLogits transposed: the rows of a rows×n logit
+// matrix cycle through its columns' patterns.
+func softmaxRowLogits(rng *rand.Rand, rows, n int) func(r, c int) float32 {
+	g := softmaxLogits(rng, n, rows)
+	return func(r, c int) float32 { return g(c, r) }
+}
+
+func checkSoftmaxRows(o *ops, rng *rand.Rand, rows, n int) error {
+	L := newTMat(rng, rows, n, n, softmaxRowLogits(rng, rows, n))
+	C := newTMat(rng, rows, n, n, func(int, int) float32 { return float32(math.NaN()) })
+	want := make([]float32, rows*n)
+	softmaxRowsRef(rows, n, L.s(), want)
+	o.softmaxRows(rows, n, L.s(), C.s())
+	if err := firstErr(L.unchanged("l"), C.guardsIntact("c")); err != nil {
+		return fmt.Errorf("softmaxRows rows=%d n=%d: %w", rows, n, err)
+	}
+	c := C.s()
+	// The sum runs over the n values of a row.
+	rel := expRel + 2*unitRound*float64(n)
+	for i := range want {
+		if tol := rel*math.Abs(float64(want[i])) + tinyAbs; !within(c[i], want[i], tol) {
+			return mismatch(c[i], want[i], tol, "softmaxRows rows=%d n=%d: c[%d,%d]", rows, n, i/n, i%n)
+		}
+	}
+	return nil
+}
+
+func checkSoftmaxRowsGrad(o *ops, rng *rand.Rand, rows, n int) error {
+	// c: a genuine softmax output (positive, rows sum to 1).
+	cs := make([]float32, rows*n)
+	softmaxRowsRef(rows, n, newTMat(rng, rows, n, n, softmaxRowLogits(rng, rows, n)).s(), cs)
+	Cm := newTMat(rng, rows, n, n, func(r, i int) float32 { return cs[r*n+i] })
+	DC := newTMat(rng, rows, n, n, func(int, int) float32 { return 3 * uni(rng) })
+	DL := newTMat(rng, rows, n, n, func(int, int) float32 { return float32(math.NaN()) })
+	want := make([]float32, rows*n)
+	softmaxRowsGradRef(rows, n, Cm.s(), DC.s(), want)
+	o.softmaxRowsGrad(rows, n, Cm.s(), DC.s(), DL.s())
+	if err := firstErr(Cm.unchanged("c"), DC.unchanged("dc"), DL.guardsIntact("dl")); err != nil {
+		return fmt.Errorf("softmaxRowsGrad rows=%d n=%d: %w", rows, n, err)
+	}
+	c, dc, dl := Cm.s(), DC.s(), DL.s()
+	for r := 0; r < rows; r++ {
+		var sum float64
+		for i := 0; i < n; i++ {
+			sum += math.Abs(float64(c[r*n+i]) * float64(dc[r*n+i]))
+		}
+		for i := 0; i < n; i++ {
+			j := r*n + i
+			// dot error ≤ 2(n+1)·eps32·sum, then one subtraction and one
+			// multiplication (2 more roundings of |dc|+|dot|).
+			tol := math.Abs(float64(c[j])) * 2 * eps32 * (float64(n+2)*sum + math.Abs(float64(dc[j])))
+			if !within(dl[j], want[j], tol) {
+				return mismatch(dl[j], want[j], tol, "softmaxRowsGrad rows=%d n=%d: dl[%d,%d]", rows, n, r, i)
+			}
+		}
+	}
+	return nil
+}
+
 // squashInput returns d×n capsules (component-major) cycling through
 // moderate (|s| ~ 1), tiny (|s| ~ 1e-4), large (|s| ~ 1e3), zero and
 // unit-scale random capsules.
@@ -467,6 +526,8 @@ var opsChecks = []struct {
 	{"mulAddRows", checkMulAddRows},
 	{"softmaxCols", checkSoftmaxCols},
 	{"softmaxColsGrad", checkSoftmaxColsGrad},
+	{"softmaxRows", checkSoftmaxRows},
+	{"softmaxRowsGrad", checkSoftmaxRowsGrad},
 	{"squash/mazzia", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquash(o, rng, SquashMazzia, r, c) }},
 	{"squash/sabour", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquash(o, rng, SquashSabour, r, c) }},
 	{"squashGrad/mazzia", func(o *ops, rng *rand.Rand, r, c int) error { return checkSquashGrad(o, rng, SquashMazzia, r, c) }},
@@ -576,6 +637,43 @@ func opsNonlinearBugs() []opsBug {
 				dl[n] = -dl[n]
 			}
 		}, "softmaxColsGrad", 4, 16, 1},
+		{"softmaxRows without max subtraction", func(o *ops) {
+			o.softmaxRows = func(rows, n int, l, c []float32) {
+				for r := 0; r < rows; r++ {
+					var sum float32
+					for i := 0; i < n; i++ {
+						c[r*n+i] = float32(math.Exp(float64(l[r*n+i])))
+						sum += c[r*n+i]
+					}
+					for i := 0; i < n; i++ {
+						c[r*n+i] /= sum
+					}
+				}
+			}
+		}, "softmaxRows", 16, 10, 1},
+		{"softmaxRows with a 1e-5 exp error", func(o *ops) {
+			o.softmaxRows = func(rows, n int, l, c []float32) {
+				softmaxRowsRef(rows, n, l, c)
+				c[0] *= 1 + 1e-5
+			}
+		}, "softmaxRows", 16, 10, 6},
+		{"softmaxRows misses the last column", func(o *ops) {
+			o.softmaxRows = func(rows, n int, l, c []float32) {
+				for r := 0; r < rows; r++ {
+					softmaxRowsRef(1, n-1, l[r*n:], c[r*n:])
+					c[r*n+n-1] = 0
+				}
+			}
+		}, "softmaxRows", 4, 17, 1},
+		{"softmaxRowsGrad wrong sign", func(o *ops) {
+			o.softmaxRowsGrad = func(rows, n int, c, dc, dl []float32) {
+				softmaxRowsGradRef(rows, n, c, dc, dl)
+				dl[n] = -dl[n]
+			}
+		}, "softmaxRowsGrad", 4, 16, 1},
+		{"softmaxRowsGrad dot over the column", func(o *ops) {
+			o.softmaxRowsGrad = softmaxColsGradRef
+		}, "softmaxRowsGrad", 8, 8, 1},
 		{"squash kinds swapped", func(o *ops) {
 			o.squash = func(kind Squash, d, n int, s, v []float32) { squashRef(1-kind, d, n, s, v) }
 		}, "squash/mazzia", 8, 16, 1},
@@ -679,6 +777,8 @@ func TestOpsNoAlloc(t *testing.T) {
 			{"gerGroups", func() { o.gerGroups(4, 4, n, x, 1, 4, b, n, c, n) }},
 			{"ger2Groups", func() { o.ger2Groups(4, 4, n, x, y, 1, 4, a, b, n, c, n) }},
 			{"ger2GroupsSet", func() { o.ger2GroupsSet(4, 4, n, x, y, 1, 4, a, b, n, c, n) }},
+			{"ger2GemvGroups", func() { o.ger2GemvGroups(4, 4, n, 0.5, a, n, x, y, 1, 4, b, a, n, c) }},
+			{"gemvNTGroups", func() { o.gemvNTGroups(4, 4, n, a, n, b, n, y, 1, 4, c, n) }},
 			{"gemvTGroups", func() { o.gemvTGroups(4, 4, n, a, n, x, 1, 4, c, n) }},
 			{"gemvNGroups", func() { o.gemvNGroups(4, 4, n, a, n, b, n, y, 1, 4) }},
 		} {
@@ -845,6 +945,47 @@ func checkGer2Groups(o *ops, rng *rand.Rand, sh groupShape, set bool) error {
 	return nil
 }
 
+// checkGer2GemvGroups checks ger2GemvGroups: out starts as NaN, which must
+// not reach the result (out is not read); a has out's row stride.
+func checkGer2GemvGroups(o *ops, rng *rand.Rand, sh groupShape) error {
+	ng, d, n, lda, ldy := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
+	alpha := 0.25 + uni(rng)
+	A := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return uni(rng) })
+	Out := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return float32(math.NaN()) })
+	x, x2 := newStrided(rng, sh), newStrided(rng, sh)
+	y := newTMat(rng, ng, n, ldy, func(int, int) float32 { return uni(rng) })
+	y2 := newTMat(rng, ng, n, ldy, func(int, int) float32 { return uni(rng) })
+	want := append([]float32(nil), Out.s()...)
+	ger2GemvGroupsRef(ng, d, n, alpha, A.s(), lda, x.s(), x2.s(), sh.s, sh.sk, y.s(), y2.s(), ldy, want)
+	o.ger2GemvGroups(ng, d, n, alpha, A.s(), lda, x.s(), x2.s(), sh.s, sh.sk, y.s(), y2.s(), ldy, Out.s())
+	if err := firstErr(A.unchanged("a"), x.unchanged("x"), x2.unchanged("x2"), y.unchanged("y"), y2.unchanged("y2"), Out.guardsIntact("out")); err != nil {
+		return fmt.Errorf("ger2GemvGroups %v: %w", sh, err)
+	}
+	a, out, xs, x2s, ys, y2s := A.s(), Out.s(), x.s(), x2.s(), y.s(), y2.s()
+	for j := 0; j < ng; j++ {
+		for k := 0; k < d; k++ {
+			r := j*d + k
+			// The dot product of n terms errs by 2(n+1)·eps32·Σ|a·y2| in
+			// either implementation, then α and the sum of three terms
+			// (2·3·eps32·Σ|terms|).
+			var adot float64
+			for c := 0; c < n; c++ {
+				adot += math.Abs(float64(a[r*lda+c]) * float64(y2s[j*ldy+c]))
+			}
+			adot *= math.Abs(float64(alpha))
+			for c := 0; c < n; c++ {
+				i, xi, yi := r*lda+c, j*sh.s+k*sh.sk, j*ldy+c
+				sum := adot + math.Abs(float64(xs[xi])*float64(ys[yi])) + math.Abs(float64(x2s[xi])*float64(y2s[yi]))
+				tol := 2*eps32*float64(n+2)*adot + 2*eps32*3*sum
+				if !within(out[i], want[i], tol) {
+					return mismatch(out[i], want[i], tol, "ger2GemvGroups %v: out[%d,%d,%d]", sh, j, k, c)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func checkGemvTGroups(o *ops, rng *rand.Rand, sh groupShape) error {
 	ng, d, n, lda, ldy := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
 	A := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return uni(rng) })
@@ -914,6 +1055,78 @@ func checkGemvNGroups(o *ops, rng *rand.Rand, sh groupShape) error {
 	return nil
 }
 
+// checkGemvNTGroups checks gemvNTGroups: y (strided, its data NaN, which
+// must not be read) and z (NaN, not read) are overwritten. Tolerances: y
+// as gemvNGroups' (n products); z a sum of d products of y, whose own
+// error (relative 2(n+1)·eps32 of Σ|a·x|) is carried through.
+func checkGemvNTGroups(o *ops, rng *rand.Rand, sh groupShape) error {
+	ng, d, n, lda, ldx := sh.ng, sh.d, sh.n, sh.lda, sh.ldRows
+	nan := float32(math.NaN())
+	A := newTMat(rng, ng*d, n, lda, func(int, int) float32 { return uni(rng) })
+	x := newTMat(rng, ng, n, ldx, func(int, int) float32 { return uni(rng) })
+	y := newStrided(rng, sh)
+	for i := range y.s() {
+		if sh.isTarget(i) {
+			y.s()[i] = nan
+		}
+	}
+	copy(y.before, y.all)
+	Z := newTMat(rng, ng, n, ldx, func(int, int) float32 { return nan })
+	wantY := append([]float32(nil), y.s()...)
+	wantZ := append([]float32(nil), Z.s()...)
+	gemvNTGroupsRef(ng, d, n, A.s(), lda, x.s(), ldx, wantY, sh.s, sh.sk, wantZ, ldx)
+	o.gemvNTGroups(ng, d, n, A.s(), lda, x.s(), ldx, y.s(), sh.s, sh.sk, Z.s(), ldx)
+	if err := firstErr(A.unchanged("a"), x.unchanged("x"), Z.guardsIntact("z")); err != nil {
+		return fmt.Errorf("gemvNTGroups %v: %w", sh, err)
+	}
+	if d == 0 || n == 0 { // nothing is written
+		return firstErr(y.unchanged("y"), Z.unchanged("z"))
+	}
+	ys, zs := y.s(), Z.s()
+	for i := range y.all {
+		if !y.inData(i) && math.Float32bits(y.all[i]) != guardBits {
+			return fmt.Errorf("gemvNTGroups %v: y written outside its data at %d", sh, i-y.off)
+		}
+	}
+	for i, v := range ys {
+		if !sh.isTarget(i) && math.Float32bits(v) != guardBits {
+			return fmt.Errorf("gemvNTGroups %v: y written in a gap at %d: %g", sh, i, v)
+		}
+	}
+	a, xs := A.s(), x.s()
+	for j := 0; j < ng; j++ {
+		rel := make([]float64, d) // per row: |y| plus its tolerance
+		for k := 0; k < d; k++ {
+			i := j*sh.s + k*sh.sk
+			var sum float64
+			for c := 0; c < n; c++ {
+				sum += math.Abs(float64(a[(j*d+k)*lda+c]) * float64(xs[j*ldx+c]))
+			}
+			tol := 2 * eps32 * float64(n+1) * sum
+			if !within(ys[i], wantY[i], tol) {
+				return mismatch(ys[i], wantY[i], tol, "gemvNTGroups %v: y[%d,%d]", sh, j, k)
+			}
+			rel[k] = tol + math.Abs(float64(wantY[i]))
+		}
+		for c := 0; c < n; c++ {
+			// The error of y carried (Σ_k tol_k·|a|), and the sum of d
+			// products (2(d+1)·eps32·Σ|terms|).
+			var carried, zsum float64
+			for k := 0; k < d; k++ {
+				i := j*sh.s + k*sh.sk
+				aa := math.Abs(float64(a[(j*d+k)*lda+c]))
+				carried += (rel[k] - math.Abs(float64(wantY[i]))) * aa
+				zsum += rel[k] * aa
+			}
+			tol := carried + 2*eps32*float64(d+1)*zsum
+			if i := j*ldx + c; !within(zs[i], wantZ[i], tol) {
+				return mismatch(zs[i], wantZ[i], tol, "gemvNTGroups %v: z[%d,%d]", sh, j, c)
+			}
+		}
+	}
+	return nil
+}
+
 var opsGroupChecks = []struct {
 	name string
 	run  func(o *ops, rng *rand.Rand, sh groupShape) error
@@ -921,6 +1134,8 @@ var opsGroupChecks = []struct {
 	{"gerGroups", checkGerGroups},
 	{"ger2Groups", func(o *ops, rng *rand.Rand, sh groupShape) error { return checkGer2Groups(o, rng, sh, false) }},
 	{"ger2GroupsSet", func(o *ops, rng *rand.Rand, sh groupShape) error { return checkGer2Groups(o, rng, sh, true) }},
+	{"ger2GemvGroups", checkGer2GemvGroups},
+	{"gemvNTGroups", checkGemvNTGroups},
 	{"gemvTGroups", checkGemvTGroups},
 	{"gemvNGroups", checkGemvNGroups},
 }
@@ -977,6 +1192,53 @@ func TestOpsGroupsCheckersDetectBugs(t *testing.T) {
 		}},
 		{"ger2GroupsSet adds to a", "ger2GroupsSet", func(o *ops) {
 			o.ger2GroupsSet = ger2GroupsRef
+		}},
+		{"gemvNTGroups adds to z", "gemvNTGroups", func(o *ops) {
+			o.gemvNTGroups = func(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) {
+				for j := 0; j < ng; j++ {
+					for k := 0; k < d; k++ {
+						y[j*ys+k*yk] = 0
+					}
+				}
+				gemvNGroupsRef(ng, d, n, a, lda, x, ldx, y, ys, yk)
+				gemvTGroupsRef(ng, d, n, a, lda, y, ys, yk, z, ldz)
+			}
+		}},
+		{"gemvNTGroups skips the last row of each group in z", "gemvNTGroups", func(o *ops) {
+			o.gemvNTGroups = func(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int) {
+				gemvNTGroupsRef(ng, d, n, a, lda, x, ldx, y, ys, yk, z, ldz)
+				for j := 0; j < ng; j++ {
+					for c := 0; c < n; c++ {
+						z[j*ldz+c] -= y[j*ys+(d-1)*yk] * a[(j*d+d-1)*lda+c]
+					}
+				}
+			}
+		}},
+		{"ger2GemvGroups drops the row term", "ger2GemvGroups", func(o *ops) {
+			o.ger2GemvGroups = func(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+				ger2GroupsSetRef(ng, d, n, x, x2, xs, xk, y, y2, ldy, out, lda)
+			}
+		}},
+		{"ger2GemvGroups dots a with y", "ger2GemvGroups", func(o *ops) {
+			o.ger2GemvGroups = func(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+				for j := 0; j < ng; j++ {
+					for k := 0; k < d; k++ {
+						r := j*d + k
+						var dot float32
+						for c := 0; c < n; c++ {
+							dot += a[r*lda+c] * y[j*ldy+c]
+						}
+						for c := 0; c < n; c++ {
+							out[r*lda+c] = alpha*dot + x[j*xs+k*xk]*y[j*ldy+c] + x2[j*xs+k*xk]*y2[j*ldy+c]
+						}
+					}
+				}
+			}
+		}},
+		{"ger2GemvGroups ignores alpha", "ger2GemvGroups", func(o *ops) {
+			o.ger2GemvGroups = func(ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32) {
+				ger2GemvGroupsRef(ng, d, n, 1, a, lda, x, x2, xs, xk, y, y2, ldy, out)
+			}
 		}},
 		{"gemvTGroups skips the last group", "gemvTGroups", func(o *ops) {
 			o.gemvTGroups = func(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int) {

@@ -13,28 +13,36 @@ import "math"
 //	s[:,j]  = Û_j·c[j,:];  v = squash(s)
 //
 // Every product is one grouped primitive over all output capsules j (the
-// generated AVX2, AVX-512 and NEON kernels of routing by agreement: gemvN,
-// gemvT, ger and ger2 in groups, the softmax over columns, the squash and
-// its gradient, exp). The softmax over rows, which only
-// RoutingSelfAttentionIn uses, costs O(NOut·NIn) against the O(NOut·D·NIn)
-// of the products: it runs as the softmaxCols primitive (and its gradient) on the
-// transpose. The couplings are not blocked (routingChunk): S' needs every
-// vote before any logit, so a block pass would read Û twice anyway.
+// generated AVX2, AVX-512 and NEON kernels). The forward's first two
+// products are one call (gemvNTGroups: S' = Û_j·(κ·1), then a = Û_jᵀ·S',
+// both overwritten, so neither needs a clearing pass; κ enters as the
+// vector κ·1, no scaling pass); the softmax over rows, which only
+// RoutingSelfAttentionIn uses, is its own primitive (softmaxRows and its
+// gradient: each row walked in vectors, its max and sum folded across the
+// lanes); the bias is a ger of one row; s, the squash and their gradients
+// are routing by agreement's primitives. The backward's last step,
+// dÛ_j = κ·(Û_j·da[j,:]) ⊗ 1 + gs ⊗ c + S' ⊗ da, is one primitive
+// (ger2GemvGroups) that reads Û once and writes dÛ once. The couplings are
+// not blocked (routingChunk): S' needs every vote before any logit, so a
+// block pass would read Û twice anyway.
 //
 // The work record of a sample is p (NOut, NIn), s and v (D, NOut) and S'
-// (D, NOut); the scratch (attnScratch) holds a, c, the gradients, the
-// transposes and NIn ones.
+// (D, NOut); the scratch (attnScratch) holds a, c, the gradients, NIn ones
+// and κ·1.
 
 // attnScratch is the scratch of one attention call: the logits a (forward)
 // or the coupling gradient (backward), the couplings c, the logit gradient
-// da, two planes for the transposes of the softmax over rows, two D·NOut
-// capsule vectors and the ones.
+// da, the gradient gs of s (D·NOut; the scratch's second capsule vector
+// is unused), NIn ones and NIn copies of κ = 1/√D.
 type attnScratch struct {
-	a, c, da, t, t2, gs, g, ones []float32
+	a, c, da, gs, ones, kappa []float32
 }
 
 // attnScratchSize is the scratch floats of an attention kind:
-// 5·NOut·NIn + 2·D·NOut + NIn.
+// 5·NOut·NIn + 2·D·NOut + NIn (κ·1 sits in the fourth plane; the rest of
+// the fourth and fifth planes, which held the transposes of the softmax
+// over rows before it had its own primitive, is unused: it keeps
+// RoutingShape.WorkSize as documented).
 func attnScratchSize(sh RoutingShape) int {
 	return 5*sh.NOut*sh.NIn + 2*sh.D*sh.NOut + sh.NIn
 }
@@ -42,15 +50,15 @@ func attnScratchSize(sh RoutingShape) int {
 func newAttnScratch(sh RoutingShape, scr []float32) attnScratch {
 	nc, ns := sh.NOut*sh.NIn, sh.D*sh.NOut
 	var s attnScratch
-	planes := [...]*[]float32{&s.a, &s.c, &s.da, &s.t, &s.t2}
-	for k, p := range planes {
-		*p = scr[k*nc:][:nc]
-	}
-	scr = scr[len(planes)*nc:]
-	s.gs, s.g = scr[:ns], scr[ns:][:ns]
+	s.a, s.c, s.da = scr[:nc], scr[nc:][:nc], scr[2*nc:][:nc]
+	s.kappa = scr[3*nc:][:sh.NIn]
+	scr = scr[5*nc:]
+	s.gs = scr[:ns]
 	s.ones = scr[2*ns:][:sh.NIn]
+	kappa := float32(1 / math.Sqrt(float64(sh.D)))
 	for i := range s.ones {
 		s.ones[i] = 1
+		s.kappa[i] = kappa
 	}
 	return s
 }
@@ -63,23 +71,12 @@ func attnRecord(sh RoutingShape, work []float32, b int) (p, s, v, sum []float32)
 	return w[:nc], w[nc:][:ns], w[nc+ns:][:ns], w[nc+2*ns:][:ns]
 }
 
-// attnCouplings writes c = p + prior (c = p for a nil prior).
-func attnCouplings(c, p, prior []float32) {
-	if prior == nil {
-		copy(c, p)
-		return
-	}
-	prior = prior[:len(p)]
-	c = c[:len(p)]
-	for x, v := range p {
-		c[x] = v + prior[x]
-	}
-}
-
-// scale multiplies x by k in place.
-func scale(x []float32, k float32) {
-	for i := range x {
-		x[i] *= k
+// attnCouplings writes c = p + prior (c = p for a nil prior), the
+// prior added by the ger primitive (one row of nc values, x = one).
+func attnCouplings(o *ops, c, p, prior, one []float32) {
+	copy(c, p)
+	if prior != nil {
+		o.ger(1, len(p), one[:1], prior, c, len(p))
 	}
 }
 
@@ -88,32 +85,27 @@ func scale(x []float32, k float32) {
 func attnForward(sh RoutingShape, o *ops, v, c, uhat, prior, work []float32) {
 	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
 	nc, ns := nOut*nIn, d*nOut
-	kappa := float32(1 / math.Sqrt(float64(d)))
 	sc := newAttnScratch(sh, work[sh.Batch*sh.iterSize():])
 	for b := 0; b < sh.Batch; b++ {
 		ub := uhat[b*nOut*d*nIn:][:nOut*d*nIn]
 		p, st, vt, sum := attnRecord(sh, work, b)
-		// S'[:,j] = κ·Û_j·1
-		clear(sum)
-		o.gemvNGroups(nOut, d, nIn, ub, nIn, sc.ones, 0, sum, 1, nOut)
-		scale(sum, kappa)
-		// a[j,:] = Û_jᵀ·S'[:,j]
-		clear(sc.a)
-		o.gemvTGroups(nOut, d, nIn, ub, nIn, sum, 1, nOut, sc.a, nIn)
+		// S'[:,j] = Û_j·(κ·1), then a[j,:] = Û_jᵀ·S'[:,j], in one call
+		o.gemvNTGroups(nOut, d, nIn, ub, nIn, sc.kappa, 0, sum, 1, nOut, sc.a, nIn)
 		if sh.Kind == RoutingSelfAttention {
 			o.softmaxCols(nOut, nIn, sc.a, p)
 		} else {
-			softmaxRows(o, nOut, nIn, sc.a, p, sc.c)
+			o.softmaxRows(nOut, nIn, sc.a, p)
 		}
-		attnCouplings(sc.c, p, prior)
+		cb := sc.c // the couplings, in the output c when there is one
+		if c != nil {
+			cb = c[b*nc:][:nc]
+		}
+		attnCouplings(o, cb, p, prior, sc.ones)
 		// s[:,j] = Û_j·c[j,:]
 		clear(st)
-		o.gemvNGroups(nOut, d, nIn, ub, nIn, sc.c, nIn, st, 1, nOut)
+		o.gemvNGroups(nOut, d, nIn, ub, nIn, cb, nIn, st, 1, nOut)
 		o.squash(sh.Squash, d, nOut, st, vt)
 		copy(v[b*ns:][:ns], vt)
-		if c != nil {
-			copy(c[b*nc:][:nc], sc.c)
-		}
 	}
 }
 
@@ -122,14 +114,13 @@ func attnForward(sh RoutingShape, o *ops, v, c, uhat, prior, work []float32) {
 //
 //	dc[j,:]   = Û_jᵀ·gs[:,j];           dprior += dc
 //	da        = softmaxGrad(p, dc)      (over j, or over i)
-//	dÛ_j      = gs[:,j] ⊗ c[j,:] + S'[:,j] ⊗ da[j,:] + κ·(Û_j·da[j,:]) ⊗ 1
+//	dÛ_j      = κ·(Û_j·da[j,:]) ⊗ 1 + gs[:,j] ⊗ c[j,:] + S'[:,j] ⊗ da[j,:]
 //
 // the last two terms being the gradient of a[j,i] = <û[i,j], S'_j> through
 // the vote itself and through the sum S'_j = κ·Σ_k û[k,j].
 func attnBackward(sh RoutingShape, o *ops, duhat, dprior, dv, uhat, prior, work []float32) {
 	nIn, nOut, d := sh.NIn, sh.NOut, sh.D
 	nc, ns := nOut*nIn, d*nOut
-	kappa := float32(1 / math.Sqrt(float64(d)))
 	sc := newAttnScratch(sh, work[sh.Batch*sh.iterSize():])
 	dc := sc.a
 	for b := 0; b < sh.Batch; b++ {
@@ -146,50 +137,11 @@ func attnBackward(sh RoutingShape, o *ops, duhat, dprior, dv, uhat, prior, work 
 		if sh.Kind == RoutingSelfAttention {
 			o.softmaxColsGrad(nOut, nIn, p, dc, sc.da)
 		} else {
-			softmaxRowsGrad(o, nOut, nIn, p, dc, sc.da, sc.c, sc.t, sc.t2)
+			o.softmaxRowsGrad(nOut, nIn, p, dc, sc.da)
 		}
-		attnCouplings(sc.c, p, prior)
-		// dÛ_j = gs[:,j] ⊗ c[j,:] + S'[:,j] ⊗ da[j,:]
-		o.ger2GroupsSet(nOut, d, nIn, sc.gs, sum, 1, nOut, sc.c, sc.da, nIn, db, nIn)
-		// dÛ_j += κ·(Û_j·da[j,:]) ⊗ 1
-		clear(sc.g)
-		o.gemvNGroups(nOut, d, nIn, ub, nIn, sc.da, nIn, sc.g, 1, nOut)
-		scale(sc.g, kappa)
-		o.gerGroups(nOut, d, nIn, sc.g, 1, nOut, sc.ones, 0, db, nIn)
-	}
-}
-
-// softmaxRows writes c[r,:] = softmax of l[r,:] for every row r < rows
-// of the rows×n row-major matrix l, as the softmaxCols primitive of the
-// transpose: l is transposed into t (n×rows), its columns' softmax written
-// back into l, and transposed into c. The transposes are O(rows·n) copies;
-// the softmax runs vectorised across rows, as that of routing by
-// agreement does across columns.
-func softmaxRows(o *ops, rows, n int, l, c, t []float32) {
-	transpose(rows, n, l, t)
-	o.softmaxCols(n, rows, t, l)
-	transpose(n, rows, l, c)
-}
-
-// softmaxRowsGrad writes dl[r,i] = c[r,i]·(dc[r,i] − Σ_i' c[r,i']·dc[r,i'])
-// for every row r < rows of the rows×n matrices, as the softmaxColsGrad
-// primitive of the transposes (ct, dct and dlt: scratch of rows·n floats
-// each).
-func softmaxRowsGrad(o *ops, rows, n int, c, dc, dl, ct, dct, dlt []float32) {
-	transpose(rows, n, c, ct)
-	transpose(rows, n, dc, dct)
-	o.softmaxColsGrad(n, rows, ct, dct, dlt)
-	transpose(n, rows, dlt, dl)
-}
-
-// transpose writes the transpose of the rows×n row-major matrix a into t
-// (n×rows).
-func transpose(rows, n int, a, t []float32) {
-	a, t = a[:rows*n], t[:rows*n]
-	for r := 0; r < rows; r++ {
-		ar := a[r*n:][:n]
-		for i, v := range ar {
-			t[i*rows+r] = v
-		}
+		attnCouplings(o, sc.c, p, prior, sc.ones)
+		// dÛ_j = κ·(Û_j·da[j,:]) ⊗ 1 + gs[:,j] ⊗ c[j,:] + S'[:,j] ⊗ da[j,:],
+		// row by row in one pass over Û and dÛ
+		o.ger2GemvGroups(nOut, d, nIn, sc.kappa[0], ub, nIn, sc.gs, sum, 1, nOut, sc.c, sc.da, nIn, db)
 	}
 }

@@ -54,6 +54,10 @@ func main() {
 		mulAddRowsBatch(s, true)
 		expKernel(s)
 		fmaPeak(s)
+		softmaxRows(s)
+		softmaxRowsGrad(s)
+		ger2GemvGroups(s)
+		gemvNTGroups(s)
 	}
 	Generate()
 }

@@ -6,9 +6,11 @@
 // It writes, into the directory given by -out (package asm, default ".."):
 //
 //   - vec_arm64.s: the non-GEMM kernels, one template each (exp, gemvN,
-//     gemvT, ger, mulAddRows, softmaxCols, softmaxColsGrad, squash,
+//     gemvT, ger, mulAddRows, softmaxCols, softmaxColsGrad, softmaxRows,
+//     softmaxRowsGrad, squash,
 //     squashGrad, gerGroups, gemvTGroups, gemvNGroups, ger2Groups, which
-//     yields both Ger2Groups and Ger2GroupsSet, and fmaPeak, the FMA
+//     yields both Ger2Groups and Ger2GroupsSet, ger2GemvGroups,
+//     gemvNTGroups, and fmaPeak, the FMA
 //     throughput loop), after a header whose WORD
 //     macros (the vector instructions the Go assembler lacks) come from the
 //     table below, each encoding with its mnemonic in a comment;
@@ -73,6 +75,8 @@ var funcs = map[string]string{
 	"MulAddRowsNEON":      "k, n int, a []float32, lda int, x []float32, ldx int, y []float32",
 	"SoftmaxColsNEON":     "rows, n int, l, c []float32",
 	"SoftmaxColsGradNEON": "rows, n int, c, dc, dl []float32",
+	"SoftmaxRowsNEON":     "rows, n int, l, c []float32",
+	"SoftmaxRowsGradNEON": "rows, n int, c, dc, dl []float32",
 	"SquashNEON":          "kind, d, n int, s, v []float32",
 	"SquashGradNEON":      "kind, d, n int, s, dv, ds []float32",
 	"GerGroupsNEON":       "ng, d, n int, x []float32, xs, xk int, y []float32, ldy int, a []float32, lda int",
@@ -80,6 +84,8 @@ var funcs = map[string]string{
 	"GemvNGroupsNEON":     "ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int",
 	"Ger2GroupsNEON":      "ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int",
 	"Ger2GroupsSetNEON":   "ng, d, n int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, a []float32, lda int",
+	"Ger2GemvGroupsNEON":  "ng, d, n int, alpha float32, a []float32, lda int, x, x2 []float32, xs, xk int, y, y2 []float32, ldy int, out []float32",
+	"GemvNTGroupsNEON":    "ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int",
 	"RequantRowsNEON":     "rows, n, ld int, q []int8, acc []int32, mul, add []float32, lo float32",
 	"FMAPeakNEON":         "out, in []float32, iters int",
 }
@@ -103,6 +109,8 @@ var vecKernels = []struct {
 	{tmpl: "muladdrows", fn: "MulAddRowsNEON"},
 	{tmpl: "softmaxcols", fn: "SoftmaxColsNEON"},
 	{tmpl: "softmaxcolsgrad", fn: "SoftmaxColsGradNEON"},
+	{tmpl: "softmaxrows", fn: "SoftmaxRowsNEON"},
+	{tmpl: "softmaxrowsgrad", fn: "SoftmaxRowsGradNEON"},
 	{tmpl: "squash", fn: "SquashNEON"},
 	{tmpl: "squashgrad", fn: "SquashGradNEON"},
 	{tmpl: "groups"},
@@ -112,6 +120,8 @@ var vecKernels = []struct {
 	{tmpl: "ger2groups", fn: "Ger2GroupsNEON", label: "ger2"},
 	{tmpl: "ger2groups", fn: "Ger2GroupsSetNEON", set: true, label: "ger2s"},
 	{tmpl: "groups_end"},
+	{tmpl: "ger2gemvgroups", fn: "Ger2GemvGroupsNEON"},
+	{tmpl: "gemvntgroups", fn: "GemvNTGroupsNEON"},
 	{tmpl: "fmapeak", fn: "FMAPeakNEON", acc: fmaPeakAcc},
 }
 
@@ -142,6 +152,7 @@ var macros = []macro{
 	{"VFMAX", 0x4e20f400, "mnd", "fmax vd.4s, vn.4s, vm.4s", "Vd = max(Vn, Vm), NaN if either is NaN"},
 	{"VFMIN", 0x4ea0f400, "mnd", "fmin vd.4s, vn.4s, vm.4s", "Vd = min(Vn, Vm), NaN if either is NaN"},
 	{"VFADDP", 0x6e20d400, "mnd", "faddp vd.4s, vn.4s, vm.4s", "Vd = {Vn[0]+Vn[1], Vn[2]+Vn[3], Vm[0]+Vm[1], Vm[2]+Vm[3]}"},
+	{"VFMAXP", 0x6e20f400, "mnd", "fmaxp vd.4s, vn.4s, vm.4s", "Vd = {max(Vn[0], Vn[1]), max(Vn[2], Vn[3]), max(Vm[0], Vm[1]), max(Vm[2], Vm[3])}"},
 	{"VFMLAW", 0x4e20cc00, "mnd", "fmla vd.4s, vn.4s, vm.4s", "Vd += Vn * Vm (fused; same as Go's VFMLA)"},
 	{"VFMLSW", 0x4ea0cc00, "mnd", "fmls vd.4s, vn.4s, vm.4s", "Vd -= Vn * Vm (fused; same as Go's VFMLS)"},
 	{"VCOPY", 0x4ea01c00, "copy", "mov vd.16b, vn.16b (orr vd, vn, vn)", "Vd = Vn"},
