@@ -109,6 +109,16 @@ func ger2GemvGroupsAVX2(ng int, d int, n int, alpha float32, a []float32, lda in
 //go:noescape
 func gemvNTGroupsAVX2(ng int, d int, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys int, yk int, z []float32, ldz int)
 
+// biasActAVX2 is the AVX2+FMA body of BiasActAVX2 (y[r,:] += bias[r], then the ReLU if relu ≠ 0); arguments are checked by the caller.
+//
+//go:noescape
+func biasActAVX2(rows int, n int, y []float32, ldy int, bias []float32, relu int)
+
+// reluMaskAVX2 is the AVX2+FMA body of ReluMaskAVX2 (dx = dy where y > 0, else +0); arguments are checked by the caller.
+//
+//go:noescape
+func reluMaskAVX2(n int, y []float32, dy []float32, dx []float32)
+
 // gemvNAVX512 is the AVX-512F body of GemvNAVX512 (y += A·x); arguments are checked by the caller.
 //
 //go:noescape
@@ -213,3 +223,13 @@ func ger2GemvGroupsAVX512(ng int, d int, n int, alpha float32, a []float32, lda 
 //
 //go:noescape
 func gemvNTGroupsAVX512(ng int, d int, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys int, yk int, z []float32, ldz int)
+
+// biasActAVX512 is the AVX-512F body of BiasActAVX512 (y[r,:] += bias[r], then the ReLU if relu ≠ 0); arguments are checked by the caller.
+//
+//go:noescape
+func biasActAVX512(rows int, n int, y []float32, ldy int, bias []float32, relu int)
+
+// reluMaskAVX512 is the AVX-512F body of ReluMaskAVX512 (dx = dy where y > 0, else +0); arguments are checked by the caller.
+//
+//go:noescape
+func reluMaskAVX512(n int, y []float32, dy []float32, dx []float32)

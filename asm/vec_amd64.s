@@ -3857,6 +3857,220 @@ done:
 	VZEROUPPER
 	RET
 
+// func biasActAVX2(rows int, n int, y []float32, ldy int, bias []float32, relu int)
+// Requires: AVX, AVX2
+TEXT ·biasActAVX2(SB), NOSPLIT, $0-80
+	MOVQ    rows+0(FP), R12
+	MOVQ    n+8(FP), R13
+	MOVQ    y_base+16(FP), DI
+	MOVQ    ldy+40(FP), R14
+	MOVQ    bias_base+48(FP), SI
+	MOVQ    relu+72(FP), R11
+	TESTQ   R12, R12
+	JZ      done
+	TESTQ   R13, R13
+	JZ      done
+	SHLQ    $0x02, R14
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	MOVQ     R13, DX
+	SUBQ     $0x20, DX
+	MOVQ     R13, R9
+	SUBQ     $0x08, R9
+	VXORPS   Y1, Y1, Y1
+	VPCMPEQD Y2, Y2, Y2
+	VPSRLD   $0x01, Y2, Y2
+	TESTQ    R11, R11
+	JZ       plainrow
+
+relurow:
+	VBROADCASTSS (SI), Y0
+	XORQ         CX, CX
+
+reluloopb:
+	CMPQ    CX, DX
+	JGT     reluloop1
+	VMOVUPS (DI)(CX*4), Y4
+	VMOVUPS 32(DI)(CX*4), Y5
+	VMOVUPS 64(DI)(CX*4), Y6
+	VMOVUPS 96(DI)(CX*4), Y7
+	VADDPS  Y0, Y4, Y4
+	VCMPPS  $0x16, Y1, Y4, Y8
+	VANDPS  Y2, Y8, Y8
+	VANDPS  Y8, Y4, Y4
+	VADDPS  Y0, Y5, Y5
+	VCMPPS  $0x16, Y1, Y5, Y9
+	VANDPS  Y2, Y9, Y9
+	VANDPS  Y9, Y5, Y5
+	VADDPS  Y0, Y6, Y6
+	VCMPPS  $0x16, Y1, Y6, Y10
+	VANDPS  Y2, Y10, Y10
+	VANDPS  Y10, Y6, Y6
+	VADDPS  Y0, Y7, Y7
+	VCMPPS  $0x16, Y1, Y7, Y11
+	VANDPS  Y2, Y11, Y11
+	VANDPS  Y11, Y7, Y7
+	VMOVUPS Y4, (DI)(CX*4)
+	VMOVUPS Y5, 32(DI)(CX*4)
+	VMOVUPS Y6, 64(DI)(CX*4)
+	VMOVUPS Y7, 96(DI)(CX*4)
+	ADDQ    $0x20, CX
+	JMP     reluloopb
+
+reluloop1:
+	CMPQ    CX, R9
+	JGT     relutail
+	VMOVUPS (DI)(CX*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VCMPPS  $0x16, Y1, Y4, Y8
+	VANDPS  Y2, Y8, Y8
+	VANDPS  Y8, Y4, Y4
+	VMOVUPS Y4, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	JMP     reluloop1
+
+relutail:
+	CMPQ       CX, R13
+	JGE        relunext
+	VMASKMOVPS (DI)(CX*4), Y15, Y4
+	VADDPS     Y0, Y4, Y4
+	VCMPPS     $0x16, Y1, Y4, Y8
+	VANDPS     Y2, Y8, Y8
+	VANDPS     Y8, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)(CX*4)
+
+relunext:
+	ADDQ R14, DI
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  relurow
+	JMP  done
+
+plainrow:
+	VBROADCASTSS (SI), Y0
+	XORQ         CX, CX
+
+plainloopb:
+	CMPQ    CX, DX
+	JGT     plainloop1
+	VMOVUPS (DI)(CX*4), Y4
+	VMOVUPS 32(DI)(CX*4), Y5
+	VMOVUPS 64(DI)(CX*4), Y6
+	VMOVUPS 96(DI)(CX*4), Y7
+	VADDPS  Y0, Y4, Y4
+	VADDPS  Y0, Y5, Y5
+	VADDPS  Y0, Y6, Y6
+	VADDPS  Y0, Y7, Y7
+	VMOVUPS Y4, (DI)(CX*4)
+	VMOVUPS Y5, 32(DI)(CX*4)
+	VMOVUPS Y6, 64(DI)(CX*4)
+	VMOVUPS Y7, 96(DI)(CX*4)
+	ADDQ    $0x20, CX
+	JMP     plainloopb
+
+plainloop1:
+	CMPQ    CX, R9
+	JGT     plaintail
+	VMOVUPS (DI)(CX*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMOVUPS Y4, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	JMP     plainloop1
+
+plaintail:
+	CMPQ       CX, R13
+	JGE        plainnext
+	VMASKMOVPS (DI)(CX*4), Y15, Y4
+	VADDPS     Y0, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)(CX*4)
+
+plainnext:
+	ADDQ R14, DI
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  plainrow
+
+done:
+	VZEROUPPER
+	RET
+
+// func reluMaskAVX2(n int, y []float32, dy []float32, dx []float32)
+// Requires: AVX
+TEXT ·reluMaskAVX2(SB), NOSPLIT, $0-80
+	MOVQ    n+0(FP), R13
+	MOVQ    y_base+8(FP), SI
+	MOVQ    dy_base+32(FP), R8
+	MOVQ    dx_base+56(FP), DI
+	TESTQ   R13, R13
+	JZ      done
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	MOVQ   R13, DX
+	SUBQ   $0x20, DX
+	MOVQ   R13, R9
+	SUBQ   $0x08, R9
+	VXORPS Y1, Y1, Y1
+	XORQ   CX, CX
+
+mloopb:
+	CMPQ    CX, DX
+	JGT     mloop1
+	VMOVUPS (SI)(CX*4), Y4
+	VMOVUPS 32(SI)(CX*4), Y5
+	VMOVUPS 64(SI)(CX*4), Y6
+	VMOVUPS 96(SI)(CX*4), Y7
+	VCMPPS  $0x1e, Y1, Y4, Y4
+	VANDPS  (R8)(CX*4), Y4, Y4
+	VCMPPS  $0x1e, Y1, Y5, Y5
+	VANDPS  32(R8)(CX*4), Y5, Y5
+	VCMPPS  $0x1e, Y1, Y6, Y6
+	VANDPS  64(R8)(CX*4), Y6, Y6
+	VCMPPS  $0x1e, Y1, Y7, Y7
+	VANDPS  96(R8)(CX*4), Y7, Y7
+	VMOVUPS Y4, (DI)(CX*4)
+	VMOVUPS Y5, 32(DI)(CX*4)
+	VMOVUPS Y6, 64(DI)(CX*4)
+	VMOVUPS Y7, 96(DI)(CX*4)
+	ADDQ    $0x20, CX
+	JMP     mloopb
+
+mloop1:
+	CMPQ    CX, R9
+	JGT     mtail
+	VMOVUPS (SI)(CX*4), Y4
+	VCMPPS  $0x1e, Y1, Y4, Y4
+	VANDPS  (R8)(CX*4), Y4, Y4
+	VMOVUPS Y4, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	JMP     mloop1
+
+mtail:
+	CMPQ       CX, R13
+	JGE        done
+	VMASKMOVPS (SI)(CX*4), Y15, Y4
+	VCMPPS     $0x1e, Y1, Y4, Y4
+	VMASKMOVPS (R8)(CX*4), Y15, Y8
+	VANDPS     Y8, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)(CX*4)
+
+done:
+	VZEROUPPER
+	RET
+
 // func gemvNAVX512(m int, n int, a []float32, lda int, x []float32, y []float32)
 // Requires: AVX, AVX512DQ, AVX512F
 TEXT ·gemvNAVX512(SB), NOSPLIT, $0-96
@@ -7421,6 +7635,215 @@ te:
 	LEAQ (DI)(AX*4), DI
 	DECQ R12
 	JNZ  group
+
+done:
+	VZEROUPPER
+	RET
+
+// func biasActAVX512(rows int, n int, y []float32, ldy int, bias []float32, relu int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·biasActAVX512(SB), NOSPLIT, $0-80
+	MOVQ  rows+0(FP), R12
+	MOVQ  n+8(FP), R13
+	MOVQ  y_base+16(FP), DI
+	MOVQ  ldy+40(FP), R14
+	MOVQ  bias_base+48(FP), SI
+	MOVQ  relu+72(FP), R11
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	SHLQ  $0x02, R14
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	MOVQ       R13, DX
+	SUBQ       $0x40, DX
+	MOVQ       R13, R9
+	SUBQ       $0x10, R9
+	VXORPS     Z1, Z1, Z1
+	VPTERNLOGD $0xff, Z2, Z2, Z2
+	VPSRLD     $0x01, Z2, Z2
+	TESTQ      R11, R11
+	JZ         plainrow
+
+relurow:
+	VBROADCASTSS (SI), Z0
+	XORQ         CX, CX
+
+reluloopb:
+	CMPQ     CX, DX
+	JGT      reluloop1
+	VMOVUPS  (DI)(CX*4), Z4
+	VMOVUPS  64(DI)(CX*4), Z5
+	VMOVUPS  128(DI)(CX*4), Z6
+	VMOVUPS  192(DI)(CX*4), Z7
+	VADDPS   Z0, Z4, Z4
+	VCMPPS   $0x16, Z1, Z4, K2
+	VPANDD.Z Z2, Z4, K2, Z4
+	VADDPS   Z0, Z5, Z5
+	VCMPPS   $0x16, Z1, Z5, K3
+	VPANDD.Z Z2, Z5, K3, Z5
+	VADDPS   Z0, Z6, Z6
+	VCMPPS   $0x16, Z1, Z6, K4
+	VPANDD.Z Z2, Z6, K4, Z6
+	VADDPS   Z0, Z7, Z7
+	VCMPPS   $0x16, Z1, Z7, K5
+	VPANDD.Z Z2, Z7, K5, Z7
+	VMOVUPS  Z4, (DI)(CX*4)
+	VMOVUPS  Z5, 64(DI)(CX*4)
+	VMOVUPS  Z6, 128(DI)(CX*4)
+	VMOVUPS  Z7, 192(DI)(CX*4)
+	ADDQ     $0x40, CX
+	JMP      reluloopb
+
+reluloop1:
+	CMPQ     CX, R9
+	JGT      relutail
+	VMOVUPS  (DI)(CX*4), Z4
+	VADDPS   Z0, Z4, Z4
+	VCMPPS   $0x16, Z1, Z4, K2
+	VPANDD.Z Z2, Z4, K2, Z4
+	VMOVUPS  Z4, (DI)(CX*4)
+	ADDQ     $0x10, CX
+	JMP      reluloop1
+
+relutail:
+	CMPQ      CX, R13
+	JGE       relunext
+	VMOVUPS.Z (DI)(CX*4), K1, Z4
+	VADDPS    Z0, Z4, Z4
+	VCMPPS    $0x16, Z1, Z4, K2
+	VPANDD.Z  Z2, Z4, K2, Z4
+	VMOVUPS   Z4, K1, (DI)(CX*4)
+
+relunext:
+	ADDQ R14, DI
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  relurow
+	JMP  done
+
+plainrow:
+	VBROADCASTSS (SI), Z0
+	XORQ         CX, CX
+
+plainloopb:
+	CMPQ    CX, DX
+	JGT     plainloop1
+	VMOVUPS (DI)(CX*4), Z4
+	VMOVUPS 64(DI)(CX*4), Z5
+	VMOVUPS 128(DI)(CX*4), Z6
+	VMOVUPS 192(DI)(CX*4), Z7
+	VADDPS  Z0, Z4, Z4
+	VADDPS  Z0, Z5, Z5
+	VADDPS  Z0, Z6, Z6
+	VADDPS  Z0, Z7, Z7
+	VMOVUPS Z4, (DI)(CX*4)
+	VMOVUPS Z5, 64(DI)(CX*4)
+	VMOVUPS Z6, 128(DI)(CX*4)
+	VMOVUPS Z7, 192(DI)(CX*4)
+	ADDQ    $0x40, CX
+	JMP     plainloopb
+
+plainloop1:
+	CMPQ    CX, R9
+	JGT     plaintail
+	VMOVUPS (DI)(CX*4), Z4
+	VADDPS  Z0, Z4, Z4
+	VMOVUPS Z4, (DI)(CX*4)
+	ADDQ    $0x10, CX
+	JMP     plainloop1
+
+plaintail:
+	CMPQ      CX, R13
+	JGE       plainnext
+	VMOVUPS.Z (DI)(CX*4), K1, Z4
+	VADDPS    Z0, Z4, Z4
+	VMOVUPS   Z4, K1, (DI)(CX*4)
+
+plainnext:
+	ADDQ R14, DI
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  plainrow
+
+done:
+	VZEROUPPER
+	RET
+
+// func reluMaskAVX512(n int, y []float32, dy []float32, dx []float32)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·reluMaskAVX512(SB), NOSPLIT, $0-80
+	MOVQ  n+0(FP), R13
+	MOVQ  y_base+8(FP), SI
+	MOVQ  dy_base+32(FP), R8
+	MOVQ  dx_base+56(FP), DI
+	TESTQ R13, R13
+	JZ    done
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	MOVQ   R13, DX
+	SUBQ   $0x40, DX
+	MOVQ   R13, R9
+	SUBQ   $0x10, R9
+	VXORPS Z1, Z1, Z1
+	XORQ   CX, CX
+
+mloopb:
+	CMPQ      CX, DX
+	JGT       mloop1
+	VMOVUPS   (SI)(CX*4), Z4
+	VMOVUPS   64(SI)(CX*4), Z5
+	VMOVUPS   128(SI)(CX*4), Z6
+	VMOVUPS   192(SI)(CX*4), Z7
+	VCMPPS    $0x1e, Z1, Z4, K2
+	VMOVUPS.Z (R8)(CX*4), K2, Z4
+	VCMPPS    $0x1e, Z1, Z5, K3
+	VMOVUPS.Z 64(R8)(CX*4), K3, Z5
+	VCMPPS    $0x1e, Z1, Z6, K4
+	VMOVUPS.Z 128(R8)(CX*4), K4, Z6
+	VCMPPS    $0x1e, Z1, Z7, K5
+	VMOVUPS.Z 192(R8)(CX*4), K5, Z7
+	VMOVUPS   Z4, (DI)(CX*4)
+	VMOVUPS   Z5, 64(DI)(CX*4)
+	VMOVUPS   Z6, 128(DI)(CX*4)
+	VMOVUPS   Z7, 192(DI)(CX*4)
+	ADDQ      $0x40, CX
+	JMP       mloopb
+
+mloop1:
+	CMPQ      CX, R9
+	JGT       mtail
+	VMOVUPS   (SI)(CX*4), Z4
+	VCMPPS    $0x1e, Z1, Z4, K2
+	VMOVUPS.Z (R8)(CX*4), K2, Z4
+	VMOVUPS   Z4, (DI)(CX*4)
+	ADDQ      $0x10, CX
+	JMP       mloop1
+
+mtail:
+	CMPQ      CX, R13
+	JGE       done
+	VMOVUPS.Z (SI)(CX*4), K1, Z4
+	VCMPPS    $0x1e, Z1, Z4, K2
+	VMOVUPS.Z (R8)(CX*4), K2, Z4
+	VMOVUPS   Z4, K1, (DI)(CX*4)
 
 done:
 	VZEROUPPER

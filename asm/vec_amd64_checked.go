@@ -651,3 +651,91 @@ func FMAPeakAVX512(out, in []float32, iters int) {
 	checkFMAPeak("FMAPeakAVX512", 16, out, in, iters)
 	fmaPeakAVX512(out, in, iters)
 }
+
+// checkBiasAct checks a biasAct call: y holds the rows×n matrix of row
+// stride ldy, bias one value per row. Like bounds.go's checks, it panics
+// on a negative or too large argument or a short operand and returns false
+// on an empty shape.
+func checkBiasAct(kernel string, rows, n int, y []float32, ldy int, bias []float32) bool {
+	strides(kernel, ldy)
+	if !dims(kernel, rows, n) {
+		return false
+	}
+	need(kernel, "y", y, (rows-1)*ldy+n-1)
+	need(kernel, "bias", bias, rows-1)
+	return true
+}
+
+// fastBiasAct is the fast path of checkBiasAct (bounds_fast.go): true
+// only when checkBiasAct would return true.
+func fastBiasAct(rows, n int, y []float32, ldy int, bias []float32) bool {
+	return uint(rows|n|ldy) < fastMax && rows > 0 && n > 0 && fits(y, (rows-1)*ldy+n-1) && fits(bias, rows-1)
+}
+
+// checkReluMask checks a reluMask call: y, dy and dx hold n values each.
+func checkReluMask(kernel string, n int, y, dy, dx []float32) bool {
+	if !dims(kernel, n) {
+		return false
+	}
+	need(kernel, "y", y, n-1)
+	need(kernel, "dy", dy, n-1)
+	need(kernel, "dx", dx, n-1)
+	return true
+}
+
+// fastReluMask is the fast path of checkReluMask: true only when
+// checkReluMask would return true.
+func fastReluMask(n int, y, dy, dx []float32) bool {
+	return uint(n-1) < maxDim && n <= len(y) && n <= len(dy) && n <= len(dx)
+}
+
+// BiasActAVX2 adds bias[r] to row r of the rows×n matrix y of row stride
+// ldy and, when relu ≠ 0, applies the ReLU as Go's max(v, 0) computes it
+// on amd64 (v for v > 0, +0 for any other number, −0 included, a NaN with
+// its sign bit cleared), with AVX2. It is equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		for c := 0; c < n; c++ {
+//			v := y[r*ldy+c] + bias[r]
+//			if relu != 0 {
+//				v = max(v, 0)
+//			}
+//			y[r*ldy+c] = v
+//		}
+//	}
+func BiasActAVX2(rows, n int, y []float32, ldy int, bias []float32, relu int) {
+	if fastBiasAct(rows, n, y, ldy, bias) || checkBiasAct("BiasActAVX2", rows, n, y, ldy, bias) {
+		biasActAVX2(rows, n, y, ldy, bias, relu)
+	}
+}
+
+// BiasActAVX512 is BiasActAVX2 with AVX-512F.
+func BiasActAVX512(rows, n int, y []float32, ldy int, bias []float32, relu int) {
+	if fastBiasAct(rows, n, y, ldy, bias) || checkBiasAct("BiasActAVX512", rows, n, y, ldy, bias) {
+		biasActAVX512(rows, n, y, ldy, bias, relu)
+	}
+}
+
+// ReluMaskAVX2 writes dx = dy where y > 0 and +0 elsewhere (y NaN or ≤ 0;
+// dy's bits pass through, NaN included, where y > 0), with AVX2. dx may
+// be dy (not a partial overlap). It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		if y[i] > 0 {
+//			dx[i] = dy[i]
+//		} else {
+//			dx[i] = 0
+//		}
+//	}
+func ReluMaskAVX2(n int, y, dy, dx []float32) {
+	if fastReluMask(n, y, dy, dx) || checkReluMask("ReluMaskAVX2", n, y, dy, dx) {
+		reluMaskAVX2(n, y, dy, dx)
+	}
+}
+
+// ReluMaskAVX512 is ReluMaskAVX2 with AVX-512F.
+func ReluMaskAVX512(n int, y, dy, dx []float32) {
+	if fastReluMask(n, y, dy, dx) || checkReluMask("ReluMaskAVX512", n, y, dy, dx) {
+		reluMaskAVX512(n, y, dy, dx)
+	}
+}

@@ -125,3 +125,16 @@ func TestFMAPeakAMD64(t *testing.T) {
 		}
 	}
 }
+
+// epilogueWrappers lists the BiasAct and ReluMask kernels of this CPU
+// (epilogue_checked_test.go).
+func epilogueWrappers() []epilogueKernels {
+	var ks []epilogueKernels
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
+		ks = append(ks, epilogueKernels{"AVX2", BiasActAVX2, ReluMaskAVX2})
+	}
+	if cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512DQ, cpuid.AVX512BW, cpuid.AVX512VL) {
+		ks = append(ks, epilogueKernels{"AVX512", BiasActAVX512, ReluMaskAVX512})
+	}
+	return ks
+}

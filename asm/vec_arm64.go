@@ -101,3 +101,13 @@ func gemvNTGroupsNEON(ng, d, n int, a []float32, lda int, x []float32, ldx int, 
 //
 //go:noescape
 func fmaPeakNEON(out, in []float32, iters int)
+
+// biasActNEON is the body of BiasActNEON.
+//
+//go:noescape
+func biasActNEON(rows, n int, y []float32, ldy int, bias []float32, relu int)
+
+// reluMaskNEON is the body of ReluMaskNEON.
+//
+//go:noescape
+func reluMaskNEON(n int, y, dy, dx []float32)

@@ -2719,3 +2719,202 @@ fpkreduce:
 #undef fpOut
 #undef fpIn
 #undef fpN
+
+// ---------------------------------------------------------------------------
+// func biasActNEON(rows, n int, y []float32, ldy int, bias []float32, relu int)
+// y[r,c] = y[r,c] + bias[r], then max(·, 0) when relu ≠ 0, for r < rows,
+// c < n: the bias broadcast per row (V0), blocks of 16 and 4 columns, then
+// single columns on lane 0. The operand order is that of the Go loop on
+// arm64 (FADDS with y as Vn, FMAXS with the sum as Vn), so a NaN comes out
+// with the same bits: FADD returns the NaN of y when both are NaN, FMAX a
+// NaN operand quieted, and max(−0, +0) is +0. Two copies of the row loop,
+// the second (suffix 1) with the ReLU; V31 = +0.
+#define bRows R0 // rows left
+#define bN R1    // n
+#define bY R2    // &y[r,0]
+#define bLD R3   // ldy in bytes
+#define bB R4    // &bias[r]
+#define bRelu R5 // relu
+#define bP R6    // &y[r,c]
+#define bC R7    // columns left
+
+TEXT ·biasActNEON(SB), NOSPLIT, $0-80
+	MOVD rows+0(FP), bRows     // bRows = rows
+	MOVD n+8(FP), bN           // bN = n
+	MOVD y_base+16(FP), bY     // bY = &y[0]
+	MOVD ldy+40(FP), bLD       // bLD = ldy
+	MOVD bias_base+48(FP), bB  // bB = &bias[0]
+	MOVD relu+72(FP), bRelu    // bRelu = relu
+	CBZ  bRows, badone          // no rows?
+	CBZ  bN, badone             // no columns?
+	LSL  $2, bLD                // bLD = ldy*4 bytes
+	VEOR V31.B16, V31.B16, V31.B16 // V31 = +0
+	CBNZ bRelu, barow1          // ReLU?
+
+barow0:
+	VLD1R (bB), [V0.S4]         // V0 = bias[r] in every lane
+	MOVD bY, bP                 // bP = &y[r,0]
+	MOVD bN, bC                 // bC = n
+
+ba16c0:
+	CMP  $16, bC                              // fewer than 16 columns?
+	BLT  ba4c0
+	VLD1 (bP), [V1.S4, V2.S4, V3.S4, V4.S4]   // V1..V4 = y[r,c:c+16]
+	VFADD(0, 1, 1)                            // V1..V4 += bias[r]
+	VFADD(0, 2, 2)
+	VFADD(0, 3, 3)
+	VFADD(0, 4, 4)
+	VST1.P [V1.S4, V2.S4, V3.S4, V4.S4], 64(bP) // y[r,c:c+16] = V1..V4
+	SUB  $16, bC                              // bC -= 16
+	B    ba16c0
+
+ba4c0:
+	CMP  $4, bC                 // fewer than 4 columns?
+	BLT  ba1c0
+	VLD1 (bP), [V1.S4]          // V1 = y[r,c:c+4]
+	VFADD(0, 1, 1)              // V1 += bias[r]
+	VST1.P [V1.S4], 16(bP)      // y[r,c:c+4] = V1
+	SUB  $4, bC                 // bC -= 4
+	B    ba4c0
+
+ba1c0:
+	CBZ  bC, banext0       // row done?
+	FMOVS (bP), F1              // lane 0 of V1 = y[r,c]
+	VFADD(0, 1, 1)              // += bias[r]
+	FMOVS.P F1, 4(bP)           // y[r,c] = lane 0
+	SUB  $1, bC                 // bC--
+	B    ba1c0
+
+banext0:
+	ADD  bLD, bY                // next row of y
+	ADD  $4, bB                 // next bias
+	SUB  $1, bRows              // bRows--
+	CBNZ bRows, barow0
+	B    badone
+
+barow1:
+	VLD1R (bB), [V0.S4]         // V0 = bias[r] in every lane
+	MOVD bY, bP                 // bP = &y[r,0]
+	MOVD bN, bC                 // bC = n
+
+ba16c1:
+	CMP  $16, bC                              // fewer than 16 columns?
+	BLT  ba4c1
+	VLD1 (bP), [V1.S4, V2.S4, V3.S4, V4.S4]   // V1..V4 = y[r,c:c+16]
+	VFADD(0, 1, 1)                            // V1..V4 += bias[r]
+	VFADD(0, 2, 2)
+	VFADD(0, 3, 3)
+	VFADD(0, 4, 4)
+	VFMAX(31, 1, 1)                           // V1..V4 = max(V1..V4, +0)
+	VFMAX(31, 2, 2)
+	VFMAX(31, 3, 3)
+	VFMAX(31, 4, 4)
+	VST1.P [V1.S4, V2.S4, V3.S4, V4.S4], 64(bP) // y[r,c:c+16] = V1..V4
+	SUB  $16, bC                              // bC -= 16
+	B    ba16c1
+
+ba4c1:
+	CMP  $4, bC                 // fewer than 4 columns?
+	BLT  ba1c1
+	VLD1 (bP), [V1.S4]          // V1 = y[r,c:c+4]
+	VFADD(0, 1, 1)              // V1 += bias[r]
+	VFMAX(31, 1, 1)             // V1 = max(V1, +0)
+	VST1.P [V1.S4], 16(bP)      // y[r,c:c+4] = V1
+	SUB  $4, bC                 // bC -= 4
+	B    ba4c1
+
+ba1c1:
+	CBZ  bC, banext1       // row done?
+	FMOVS (bP), F1              // lane 0 of V1 = y[r,c]
+	VFADD(0, 1, 1)              // += bias[r]
+	VFMAX(31, 1, 1)             // max(·, +0)
+	FMOVS.P F1, 4(bP)           // y[r,c] = lane 0
+	SUB  $1, bC                 // bC--
+	B    ba1c1
+
+banext1:
+	ADD  bLD, bY                // next row of y
+	ADD  $4, bB                 // next bias
+	SUB  $1, bRows              // bRows--
+	CBNZ bRows, barow1
+	B    badone
+
+badone:
+	RET
+
+#undef bRows
+#undef bN
+#undef bY
+#undef bLD
+#undef bB
+#undef bRelu
+#undef bP
+#undef bC
+
+// ---------------------------------------------------------------------------
+// func reluMaskNEON(n int, y, dy, dx []float32)
+// dx[i] = dy[i] where y[i] > 0, else +0: FCMGT against zero gives all ones
+// where y > 0 (false for NaN), ANDed with dy, so dy's bits pass through.
+// Blocks of 16 and 4, then single values on lane 0. dx may be dy: each
+// block of dy is loaded before the same block of dx is stored.
+//
+// fcmgt vd.4s, vn.4s, #0.0: Vd = all ones where Vn > 0, else 0 (Arm ARM
+// C7.2, FCMGT (zero), Q=1, sz=0; checked with llvm-mc).
+#define VFCMGTZ(n, d) WORD $(0x4ea0c800 | ((n)<<5) | (d))
+#define rN R0  // values left
+#define rY R1  // &y[i]
+#define rDY R2 // &dy[i]
+#define rDX R3 // &dx[i]
+
+TEXT ·reluMaskNEON(SB), NOSPLIT, $0-80
+	MOVD n+0(FP), rN        // rN = n
+	MOVD y_base+8(FP), rY   // rY = &y[0]
+	MOVD dy_base+32(FP), rDY // rDY = &dy[0]
+	MOVD dx_base+56(FP), rDX // rDX = &dx[0]
+
+rm16:
+	CMP  $16, rN                                  // fewer than 16 values?
+	BLT  rm4
+	VLD1.P 64(rY), [V0.S4, V1.S4, V2.S4, V3.S4]   // V0..V3 = y[i:i+16]
+	VLD1.P 64(rDY), [V4.S4, V5.S4, V6.S4, V7.S4]  // V4..V7 = dy[i:i+16]
+	VFCMGTZ(0, 0)                                 // V0..V3 = y > 0 masks
+	VFCMGTZ(1, 1)
+	VFCMGTZ(2, 2)
+	VFCMGTZ(3, 3)
+	VAND V4.B16, V0.B16, V0.B16                   // V0..V3 = dy & mask
+	VAND V5.B16, V1.B16, V1.B16
+	VAND V6.B16, V2.B16, V2.B16
+	VAND V7.B16, V3.B16, V3.B16
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(rDX)  // dx[i:i+16] = V0..V3
+	SUB  $16, rN                                  // rN -= 16
+	B    rm16
+
+rm4:
+	CMP  $4, rN                 // fewer than 4 values?
+	BLT  rm1
+	VLD1.P 16(rY), [V0.S4]      // V0 = y[i:i+4]
+	VLD1.P 16(rDY), [V4.S4]     // V4 = dy[i:i+4]
+	VFCMGTZ(0, 0)               // V0 = y > 0 mask
+	VAND V4.B16, V0.B16, V0.B16 // V0 = dy & mask
+	VST1.P [V0.S4], 16(rDX)     // dx[i:i+4] = V0
+	SUB  $4, rN                 // rN -= 4
+	B    rm4
+
+rm1:
+	CBZ  rN, rmdone             // done?
+	FMOVS.P 4(rY), F0           // lane 0 of V0 = y[i]
+	FMOVS.P 4(rDY), F4          // lane 0 of V4 = dy[i]
+	VFCMGTZ(0, 0)               // y > 0 mask
+	VAND V4.B16, V0.B16, V0.B16 // dy & mask
+	FMOVS.P F0, 4(rDX)          // dx[i] = lane 0
+	SUB  $1, rN                 // rN--
+	B    rm1
+
+rmdone:
+	RET
+
+#undef VFCMGTZ
+#undef rN
+#undef rY
+#undef rDY
+#undef rDX

@@ -178,3 +178,9 @@ func TestFMAPeakNEON(t *testing.T) {
 	}
 	mustPanic(t, "FMAPeakNEON negative iters", "dimension", func() { FMAPeakNEON(mk(4), mk(8), -1) })
 }
+
+// epilogueWrappers lists the BiasAct and ReluMask kernels
+// (epilogue_checked_test.go).
+func epilogueWrappers() []epilogueKernels {
+	return []epilogueKernels{{"NEON", BiasActNEON, ReluMaskNEON}}
+}

@@ -307,6 +307,11 @@ func (s ConvShape) implicitDims() (p, og, k, nb int) {
 	return s.OutH() * s.OutW(), s.OutC / s.Groups, s.InC / s.Groups * s.KH * s.KW, nb
 }
 
+// convEpilogueFloats is the size of the blocks of output rows that
+// convImplicitForward copies from its scratch and then runs the bias and
+// ReLU kernel on (8 KB: they stay in the level-1 cache between the two).
+const convEpilogueFloats = 2048
+
 // convImplicitForward is the forward pass on the driver drv: per chunk and
 // group, y_g = W_g·col with col packed from x, then the bias and the ReLU
 // when relu (and, for a chunk of several images, the copy from
@@ -326,26 +331,29 @@ func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, outBuf, 
 				out, ldc = outBuf[:og*ld], ld
 			}
 			drv.gemm(false, og, ld, k, 1, w[g*og*k:], k, &src, 0, out, ldc, nil, gw)
-			for o := 0; o < og; o++ {
-				var b float32
-				if bias != nil {
-					b = bias[g*og+o]
-				}
-				for i := 0; i < nc; i++ {
-					row := y[((n0+i)*s.OutC+g*og+o)*p : ((n0+i)*s.OutC+g*og+o+1)*p]
-					if nc > 1 {
-						copy(row, out[o*ld+i*p:])
+			var bg []float32
+			if bias != nil {
+				bg = bias[g*og : (g+1)*og]
+			}
+			if nc == 1 {
+				biasActRows(og, p, out, p, bg, relu)
+				continue
+			}
+			// Several images: per image, blocks of rows copied from the
+			// scratch and then given their bias and ReLU while in cache.
+			rb := max(1, convEpilogueFloats/p)
+			for i := 0; i < nc; i++ {
+				yi := y[((n0+i)*s.OutC+g*og)*p : ((n0+i)*s.OutC+(g+1)*og)*p]
+				for o0 := 0; o0 < og; o0 += rb {
+					o1 := min(og, o0+rb)
+					for o := o0; o < o1; o++ {
+						copy(yi[o*p:(o+1)*p], out[o*ld+i*p:])
 					}
-					switch {
-					case relu:
-						for j, v := range row {
-							row[j] = max(v+b, 0)
-						}
-					case bias != nil:
-						for j := range row {
-							row[j] += b
-						}
+					var bb []float32
+					if bg != nil {
+						bb = bg[o0:o1]
 					}
+					biasActRows(o1-o0, p, yi[o0*p:], p, bb, relu)
 				}
 			}
 		}

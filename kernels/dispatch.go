@@ -112,6 +112,19 @@ type ops struct {
 	// values), within 2 ulp of float32(math.Exp) with the clamps of expRef.
 	exp func(x, y []float32)
 
+	// biasAct is the epilogue of the convolutions' GEMMs: for r < rows,
+	// c < n, v = y[r*ldy+c] + bias[r], then v = max(v, 0) when relu ≠ 0,
+	// stored back in y[r*ldy+c] (the ReLU of Go's max: +0 for every v ≤ 0,
+	// −0 included, and NaN stays NaN, its bits as max leaves them on this
+	// GOARCH). bias holds rows values (a layer without bias passes zeros;
+	// see biasActRows). Element-wise, so every implementation must match
+	// biasActRef bit for bit.
+	biasAct func(rows, n int, y []float32, ldy int, bias []float32, relu int)
+	// reluMask is the ReLU's backward: dx[i] = dy[i] where y[i] > 0 and +0
+	// elsewhere (y ≤ 0 or NaN; a NaN dy there gives +0 too), for i < n; dx
+	// may be dy. Bit for bit reluMaskRef.
+	reluMask func(n int, y, dy, dx []float32)
+
 	// fmaPeak is the FMA throughput loop of FMAPeak (peak.go): fn(out, in,
 	// iters) runs iters rounds of one FMA on each of a independent
 	// accumulators of w lanes (acc_k += in[0:w]·in[w:2w]), 2·a·w·iters

@@ -404,13 +404,56 @@ func ReLU(x, y []float32) error {
 	return nil
 }
 
-// reluRows writes y = max(x, 0) (NaN stays NaN; −0 becomes +0) without a
-// branch per element: with signs at random a compare-and-branch
-// mispredicts half the time, which made the branchy loop 4-5× slower.
+// reluRows writes y = max(x, 0) (NaN stays NaN; −0 becomes +0) with the
+// biasAct kernel and a zero bias, in place when y is x, else chunk by
+// chunk after a copy (so that each chunk is still in cache when the kernel
+// runs). max(x+0, 0) is max(x, 0) but for a signalling NaN x, which comes
+// out quiet.
 func reluRows(x, y []float32) {
-	y = y[:len(x)]
-	for i, v := range x {
-		y[i] = max(v, 0)
+	n := len(x)
+	if n == 0 {
+		return
+	}
+	y = y[:n]
+	if &x[0] == &y[0] {
+		cur.biasAct(1, n, y, n, zeroBias[:1], 1)
+		return
+	}
+	for i := 0; i < n; i += reluChunk {
+		j := min(n, i+reluChunk)
+		copy(y[i:j], x[i:j])
+		cur.biasAct(1, j-i, y[i:j], j-i, zeroBias[:1], 1)
+	}
+}
+
+// reluChunk is the number of values reluRows copies before it runs the
+// kernel on them: 16 KB, half of a level-1 data cache.
+const reluChunk = 4096
+
+// zeroBias is the bias of a layer that has none: biasActRows passes up to
+// len(zeroBias) rows of it per call. It is never written.
+var zeroBias [256]float32
+
+// biasActRows is the biasAct of the convolutions' output rows with a nil
+// bias meaning none: then it does nothing without relu, and with relu it
+// runs the kernel on zeroBias, len(zeroBias) rows at a time (max(v+0, 0)
+// is the max(v, 0) of an unbiased layer, up to the quieting of a
+// signalling NaN).
+func biasActRows(rows, n int, y []float32, ldy int, bias []float32, relu bool) {
+	r := 0
+	if relu {
+		r = 1
+	}
+	if bias != nil {
+		cur.biasAct(rows, n, y, ldy, bias, r)
+		return
+	}
+	if !relu {
+		return
+	}
+	for r0 := 0; r0 < rows; r0 += len(zeroBias) {
+		nr := min(len(zeroBias), rows-r0)
+		cur.biasAct(nr, n, y[r0*ldy:], ldy, zeroBias[:nr], 1)
 	}
 }
 
@@ -501,19 +544,11 @@ func BiasGradNCHW(n, c, hw int, dy, dbias []float32) error {
 	return nil
 }
 
-// reluMask writes dx = dy where x > 0 and +0 elsewhere, as a bit mask
-// (a conditional move, no branch to mispredict; a NaN dy where x ≤ 0
-// gives 0, as the branchy loop did). dx may alias dy.
+// reluMask writes dx = dy where x > 0 and +0 elsewhere (a NaN dy where
+// x ≤ 0 gives 0, as the branchy loop did) with the reluMask kernel; dx may
+// alias dy.
 func reluMask(x, dy, dx []float32) {
-	dy = dy[:len(x)]
-	dx = dx[:len(x)]
-	for i, v := range x {
-		var m uint32
-		if v > 0 {
-			m = ^uint32(0)
-		}
-		dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
-	}
+	cur.reluMask(len(x), x, dy[:len(x)], dx[:len(x)])
 }
 
 // BiasAddCols adds bias[j] in place to column j of every row of the

@@ -29,6 +29,8 @@ var refOps = ops{
 	gemvTGroups:     gemvTGroupsRef,
 	gemvNGroups:     gemvNGroupsRef,
 	exp:             expRef,
+	biasAct:         biasActRef,
+	reluMask:        reluMaskRef,
 	fmaPeak:         fmaLoop{fn: fmaPeakRef, w: fmaRefW, a: fmaRefA},
 	i8Name:          "ref",
 	gemmI8:          gemmI8PackedRef,
@@ -371,5 +373,37 @@ func expRef(x, y []float32) {
 			v = expHi
 		}
 		y[i] = float32(math.Exp(float64(v)))
+	}
+}
+
+// biasActRef is the bias and ReLU epilogue, the loop convImplicitForward
+// ran on every output row before it had a kernel.
+func biasActRef(rows, n int, y []float32, ldy int, bias []float32, relu int) {
+	for r := 0; r < rows; r++ {
+		row := y[r*ldy : r*ldy+n]
+		b := bias[r]
+		if relu != 0 {
+			for j, v := range row {
+				row[j] = max(v+b, 0)
+			}
+		} else {
+			for j := range row {
+				row[j] += b
+			}
+		}
+	}
+}
+
+// reluMaskRef writes dx = dy where y > 0 and +0 elsewhere, as a bit mask
+// (a conditional move, no branch to mispredict; a NaN dy where y ≤ 0
+// gives 0, as the branchy loop did). dx may alias dy.
+func reluMaskRef(n int, y, dy, dx []float32) {
+	y, dy, dx = y[:n], dy[:n], dx[:n]
+	for i, v := range y {
+		var m uint32
+		if v > 0 {
+			m = ^uint32(0)
+		}
+		dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
 	}
 }

@@ -33,6 +33,8 @@ var _ = register("avx2", func(o *ops) {
 	o.gemvNGroups = asm.GemvNGroupsAVX2
 	o.exp = asm.ExpAVX2
 	o.fmaPeak = fmaLoop{fn: asm.FMAPeakAVX2, w: 8, a: asm.FMAPeakAccAVX2}
+	o.biasAct = asm.BiasActAVX2
+	o.reluMask = asm.ReluMaskAVX2
 })
 
 // AVX-512 kernels.
@@ -62,6 +64,8 @@ var _ = register("avx512", func(o *ops) {
 	o.gemvNGroups = asm.GemvNGroupsAVX512
 	o.exp = asm.ExpAVX512
 	o.fmaPeak = fmaLoop{fn: asm.FMAPeakAVX512, w: 16, a: asm.FMAPeakAccAVX512}
+	o.biasAct = asm.BiasActAVX512
+	o.reluMask = asm.ReluMaskAVX512
 })
 
 // mulAddRowsBatchBy8 runs the MulAddRowsBatch kernel f, which takes at

@@ -28,6 +28,8 @@ var _ = register("neon", func(o *ops) {
 	o.gemvTGroups = asm.GemvTGroupsNEON
 	o.gemvNGroups = asm.GemvNGroupsNEON
 	o.fmaPeak = fmaLoop{fn: asm.FMAPeakNEON, w: 4, a: asm.FMAPeakAccNEON}
+	o.biasAct = asm.BiasActNEON
+	o.reluMask = asm.ReluMaskNEON
 })
 
 // squashKindNEON maps a Squash to the kind argument of the NEON kernels

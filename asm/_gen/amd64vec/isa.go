@@ -351,6 +351,8 @@ var sig = map[string]string{
 	"gemvTGroups":        "func(ng, d, n int, a []float32, lda int, x []float32, xs, xk int, y []float32, ldy int)",
 	"gemvNGroups":        "func(ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int)",
 	"exp":                "func(x, y []float32)",
+	"biasAct":            "func(rows, n int, y []float32, ldy int, bias []float32, relu int)",
+	"reluMask":           "func(n int, y, dy, dx []float32)",
 }
 
 // text starts the unexported assembly function family+suffix.

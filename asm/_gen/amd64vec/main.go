@@ -58,6 +58,8 @@ func main() {
 		softmaxRowsGrad(s)
 		ger2GemvGroups(s)
 		gemvNTGroups(s)
+		biasAct(s)
+		reluMask(s)
 	}
 	Generate()
 }

@@ -10,8 +10,8 @@
 //     softmaxRowsGrad, squash,
 //     squashGrad, gerGroups, gemvTGroups, gemvNGroups, ger2Groups, which
 //     yields both Ger2Groups and Ger2GroupsSet, ger2GemvGroups,
-//     gemvNTGroups, and fmaPeak, the FMA
-//     throughput loop), after a header whose WORD
+//     gemvNTGroups, fmaPeak, the FMA throughput loop, and epilogue, which
+//     yields the convolutions' BiasAct and ReluMask), after a header whose WORD
 //     macros (the vector instructions the Go assembler lacks) come from the
 //     table below, each encoding with its mnemonic in a comment;
 //   - sgemm_arm64.s: the SGEMM micro-kernel, one template parameterised by
@@ -88,6 +88,8 @@ var funcs = map[string]string{
 	"GemvNTGroupsNEON":    "ng, d, n int, a []float32, lda int, x []float32, ldx int, y []float32, ys, yk int, z []float32, ldz int",
 	"RequantRowsNEON":     "rows, n, ld int, q []int8, acc []int32, mul, add []float32, lo float32",
 	"FMAPeakNEON":         "out, in []float32, iters int",
+	"BiasActNEON":         "rows, n int, y []float32, ldy int, bias []float32, relu int",
+	"ReluMaskNEON":        "n int, y, dy, dx []float32",
 }
 
 // sgemmParams is the signature of every SGEMM micro-kernel.
@@ -123,6 +125,8 @@ var vecKernels = []struct {
 	{tmpl: "ger2gemvgroups", fn: "Ger2GemvGroupsNEON"},
 	{tmpl: "gemvntgroups", fn: "GemvNTGroupsNEON"},
 	{tmpl: "fmapeak", fn: "FMAPeakNEON", acc: fmaPeakAcc},
+	{tmpl: "epilogue", fn: "BiasActNEON"},
+	{tmpl: "epilogue", fn: "ReluMaskNEON"},
 }
 
 // fmaPeakAcc is the number of accumulators of the FMA throughput loop
