@@ -204,9 +204,6 @@ func (s ConvShape) WorkSize() int {
 	if nb > 1 {
 		n += cs * s.InH * s.InW * nb // CHWN input slab
 	}
-	if s.dgradAsConv() {
-		n = max(n, s.dgradBase())
-	}
 	return n
 }
 
@@ -226,14 +223,8 @@ func (s ConvShape) ArenaWorkSize() int {
 	nb, cs := s.convPlan()
 	og, ld, ck := s.OutC/s.Groups, nb*s.OutH()*s.OutW(), cs*s.KH*s.KW
 	k := s.InC / s.Groups * s.KH * s.KW // the implicit GEMMs' whole reduction
-	n := ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld),
+	return ws + max(SgemmWorkSize(og, ld, ck), SgemmWorkSize(ck, ld, og), SgemmWorkSize(og, ck, ld),
 		convPackSize(og, ld, k), convPackSize(k, ld, og), convPackSize(og, k, ld))
-	if s.dgradAsConv() {
-		t := s.dgradShape()
-		_, og2, k2, nb2 := t.implicitDims()
-		n = max(n, s.dgradBase()+convPackSize(og2, nb2*t.OutH()*t.OutW(), k2))
-	}
-	return n
 }
 
 // convPackSize is the packing space of an implicit-GEMM product of m×n×k
@@ -355,12 +346,12 @@ func ConvBackward(sh ConvShape, dw, dbias, dx, x, dy, w, y, work []float32) erro
 	if sh.Batch == 0 {
 		return nil
 	}
-	if drv := convDriver(); drv != nil && !sh.convDirect() && sh.implicitFilter() {
+	if drv := convDriver(); drv != nil && !sh.convDirect() && sh.implicitBackward() {
 		convImplicitBackward(drv, sh, dw, dbias, dx, x, dy, w, y, work)
 		return nil
 	}
 	// The whole batch pass by pass: the ReLU mask, the filter gradient
-	// (im2col for stride 1, see implicitFilter), the data gradient.
+	// and the data gradient (im2col for stride 1, see implicitBackward).
 	if y != nil {
 		reluMask(y[:sh.YLen()], dy, dy)
 	}
@@ -373,16 +364,22 @@ func ConvBackward(sh ConvShape, dw, dbias, dx, x, dy, w, y, work []float32) erro
 	return ConvBackwardData(sh, dx, dy, w, work)
 }
 
-// implicitFilter reports whether the filter gradient runs as an implicit
-// GEMM (when a driver is there): only for strided shapes. With stride 1,
+// implicitBackward reports whether the backward passes run as implicit
+// GEMMs (when a driver is there): only for strided shapes. With stride 1,
 // im2col writes the column matrix with whole-row copies and the driver's
-// transposed packing interleaves eight of its rows at a time, while the
-// implicit packing gathers the taps of every position one by one (runs of
-// KW): measured on Zen 4 (AMD EPYC family 25 model 17, avx512, batch 32),
-// im2col was 7-10% faster on the deep model's 3×3 stride-1 layer and its
-// first layer, and the implicit GEMM 46% faster on its 3×3 stride-2 layer
-// (BenchmarkConvBackwardFilter, path=implicit against path=im2col).
-func (s ConvShape) implicitFilter() bool { return s.StrideH > 1 || s.StrideW > 1 }
+// packing moves it in long runs, while the implicit filter gradient gathers
+// the taps of every position one by one (runs of KW) and the implicit data
+// gradient adds small tiles (its reduction is over the output channels
+// only). Measured on Zen 4 (AMD EPYC family 25 model 17, avx512, batch 32,
+// BenchmarkConvBackwardFilter and BenchmarkConvBackwardData, path=default
+// against path=im2col): on the deep model's 3×3 stride-1 layer im2col was
+// 7% faster on the filter gradient and 5% on the data gradient (and a data
+// gradient run as the forward convolution of dY with the turned kernel,
+// tried too, 30% slower: its GEMM has only the 32 input channels as rows
+// and every panel reaches the padding); on its 3×3 stride-2 layers the
+// implicit GEMM was 46% faster on the filter gradient and 5-9% on the data
+// gradient.
+func (s ConvShape) implicitBackward() bool { return s.StrideH > 1 || s.StrideW > 1 }
 
 // ConvBackwardData computes dx = ∂L/∂x from dy = ∂L/∂y for the shape sh:
 // the transposed convolution of dy with w. dx is overwritten. work is
@@ -404,11 +401,7 @@ func ConvBackwardData(sh ConvShape, dx, dy, w, work []float32) error {
 		convDepthwiseBackwardData(sh, dx, dy, w)
 		return nil
 	}
-	if drv := convDriver(); drv != nil {
-		if sh.dgradAsConv() {
-			convDgradAsConv(drv, sh, dx, dy, w, work)
-			return nil
-		}
+	if drv := convDriver(); drv != nil && sh.implicitBackward() {
 		convImplicitBackward(drv, sh, nil, nil, dx, nil, dy, w, nil, work)
 		return nil
 	}
@@ -445,7 +438,7 @@ func ConvBackwardFilter(sh ConvShape, dw, dbias, x, dy, work []float32) error {
 		convDepthwiseBackwardFilter(sh, dw, x, dy)
 		return nil
 	}
-	if drv := convDriver(); drv != nil && sh.implicitFilter() {
+	if drv := convDriver(); drv != nil && sh.implicitBackward() {
 		convImplicitBackward(drv, sh, dw, nil, nil, x, dy, nil, nil, work)
 		return nil
 	}

@@ -60,8 +60,8 @@ func benchConv(b *testing.B, pass int) {
 					return
 				}
 				// Both GEMM paths, side by side in one run: the default
-				// (the implicit GEMM; im2col for a stride-1 filter
-				// gradient, see implicitFilter) and the im2col path.
+				// (the implicit GEMM; im2col for the backward passes of
+				// stride 1, see implicitBackward) and the im2col path.
 				b.Run("path=default", run)
 				b.Run("path=im2col", func(b *testing.B) {
 					defer func() { convImplicit = true }()
