@@ -76,8 +76,7 @@ var fixedConvShapes = []ConvShape{
 	{Batch: 3, InC: 4, InH: 9, InW: 8, OutC: 4, KH: 3, KW: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 2, Groups: 4},
 	{Batch: 2, InC: 6, InH: 12, InW: 12, OutC: 8, KH: 9, KW: 9, StrideH: 2, StrideW: 2, Groups: 1},
 	// Wide padded outputs: the implicit GEMM's runs reach the padding
-	// (strides 2 and 3), and a stride-1 data gradient as a convolution
-	// (16 input channels) with its turned kernel's padding.
+	// (strides 2 and 3, and stride 1 with 16 input channels).
 	{Batch: 2, InC: 3, InH: 9, InW: 40, OutC: 5, KH: 3, KW: 5, StrideH: 2, StrideW: 2, PadH: 1, PadW: 2, Groups: 1},
 	{Batch: 1, InC: 2, InH: 7, InW: 50, OutC: 3, KH: 4, KW: 4, StrideH: 1, StrideW: 3, PadH: 2, PadW: 3, Groups: 1},
 	{Batch: 2, InC: 16, InH: 6, InW: 37, OutC: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1},
