@@ -80,6 +80,10 @@ var fixedConvShapes = []ConvShape{
 	{Batch: 2, InC: 3, InH: 9, InW: 40, OutC: 5, KH: 3, KW: 5, StrideH: 2, StrideW: 2, PadH: 1, PadW: 2, Groups: 1},
 	{Batch: 1, InC: 2, InH: 7, InW: 50, OutC: 3, KH: 4, KW: 4, StrideH: 1, StrideW: 3, PadH: 2, PadW: 3, Groups: 1},
 	{Batch: 2, InC: 16, InH: 6, InW: 37, OutC: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1},
+	// Many output channels over few positions at batch 1 (Sabour's primary
+	// capsules' proportions): a column panel mostly padding.
+	{Batch: 1, InC: 3, InH: 7, InW: 7, OutC: 64, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 1},
+	{Batch: 1, InC: 4, InH: 9, InW: 8, OutC: 66, KH: 3, KW: 2, StrideH: 2, StrideW: 2, Groups: 2},
 }
 
 // convCheckClose compares got with want element by element. The tolerance is
