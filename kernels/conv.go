@@ -451,14 +451,40 @@ func ConvBackwardFilter(sh ConvShape, dw, dbias, x, dy, work []float32) error {
 func convBiasGrad(sh ConvShape, dbias, dy []float32, n0, n1 int) {
 	p := sh.OutH() * sh.OutW()
 	for n := n0; n < n1; n++ {
-		for o := 0; o < sh.OutC; o++ {
-			var s float32
-			for _, v := range dy[(n*sh.OutC+o)*p : (n*sh.OutC+o+1)*p] {
-				s += v
-			}
-			dbias[o] += s
+		// dbias += dY_n·1, the row sums of the image's OutC×P matrix, on
+		// the gemvN primitive, len(convOnes) columns at a time.
+		img := dy[n*sh.OutC*p : (n+1)*sh.OutC*p]
+		for c0 := 0; c0 < p; c0 += len(convOnes) {
+			c1 := min(p, c0+len(convOnes))
+			cur.gemvN(sh.OutC, c1-c0, img[c0:], p, convOnes[:c1-c0], dbias[:sh.OutC])
 		}
 	}
+}
+
+// convOnes is a row of ones: the x of convBiasGrad's matrix-vector
+// products and of addTo's rank-1 update.
+var convOnes = func() *[1024]float32 {
+	var o [1024]float32
+	for i := range o {
+		o[i] = 1
+	}
+	return &o
+}()
+
+// addTo adds src to dst element by element (dst[j] += src[j], len(src)
+// values) as the rank-1 update dst += 1·srcᵀ on the ger primitive, a SIMD
+// loop with the same bits as the scalar sum (1·src[j] is exact, so the
+// fused multiply-add rounds once, as the addition does).
+func addTo(dst, src []float32) {
+	n := len(src)
+	if n < 16 {
+		dst = dst[:n]
+		for j, v := range src {
+			dst[j] += v
+		}
+		return
+	}
+	cur.ger(1, n, convOnes[:1], src, dst[:n], n)
 }
 
 // convRange returns the output indices [lo, hi) whose input index
@@ -584,9 +610,7 @@ func convCol2im(s ConvShape, col []float32, n, g, c0, cs int, dx []float32) {
 					d := src[y*ow+xLo : y*ow+xHi]
 					dst := xc[ix : ix+sw*(nx-1)+1]
 					if sw == 1 {
-						for j, v := range d {
-							dst[j] += v
-						}
+						addTo(dst, d)
 					} else {
 						for j, v := range d {
 							dst[sw*j] += v
@@ -690,18 +714,11 @@ func convCol2imT(s ConvShape, col []float32, nc, cs int, dxT []float32) {
 					ix := ((y*s.StrideH-s.PadH+kh)*s.InW + xLo*sw - s.PadW + kw) * nc
 					if sw == 1 {
 						d := src[(y*ow+xLo)*nc : (y*ow+xHi)*nc]
-						dst := xc[ix : ix+len(d)]
-						for j, v := range d {
-							dst[j] += v
-						}
+						addTo(xc[ix:ix+len(d)], d)
 						continue
 					}
 					for x := xLo; x < xHi; x++ {
-						d := src[(y*ow+x)*nc : (y*ow+x+1)*nc]
-						dst := xc[ix : ix+nc]
-						for j, v := range d {
-							dst[j] += v
-						}
+						addTo(xc[ix:ix+nc], src[(y*ow+x)*nc:(y*ow+x+1)*nc])
 						ix += sw * nc
 					}
 				}

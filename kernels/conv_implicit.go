@@ -282,10 +282,7 @@ func (ci *convIndex) addTile(i0, j0, mr, nr int, t []float32, ldt int) {
 				}
 			}
 		case c.contig:
-			d := dx[ro+off[0] : ro+off[0]+nr]
-			for jj, v := range tr {
-				d[jj] += v
-			}
+			addTo(dx[ro+off[0]:ro+off[0]+nr], tr)
 		case c.byRuns(nr):
 			for r := 0; r < c.runs; r++ {
 				a, b := c.run[r], c.run[r+1]
@@ -437,10 +434,7 @@ func addStrided(dst, src []float32, st int) {
 		return
 	}
 	if st == 1 {
-		dst = dst[:n]
-		for j, v := range src {
-			dst[j] += v
-		}
+		addTo(dst[:n], src)
 		return
 	}
 	dst = dst[:st*(n-1)+1]
