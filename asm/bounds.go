@@ -244,3 +244,27 @@ func checkGemmI8Kernel(kernel string, maxMR, nr, used, nCorr, mr, kg int, a []in
 	need(kernel, "c", c, (mr-1)*ldc+nr-1)
 	return true
 }
+
+// checkBiasAct checks a biasAct call: y holds the rows×n matrix of row
+// stride ldy, bias one value per row. It panics on a negative or too large
+// argument or a short operand and returns false on an empty shape.
+func checkBiasAct(kernel string, rows, n int, y []float32, ldy int, bias []float32) bool {
+	strides(kernel, ldy)
+	if !dims(kernel, rows, n) {
+		return false
+	}
+	need(kernel, "y", y, (rows-1)*ldy+n-1)
+	need(kernel, "bias", bias, rows-1)
+	return true
+}
+
+// checkReluMask checks a reluMask call: y, dy and dx hold n values each.
+func checkReluMask(kernel string, n int, y, dy, dx []float32) bool {
+	if !dims(kernel, n) {
+		return false
+	}
+	need(kernel, "y", y, n-1)
+	need(kernel, "dy", dy, n-1)
+	need(kernel, "dx", dx, n-1)
+	return true
+}

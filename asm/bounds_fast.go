@@ -78,3 +78,15 @@ func fastGemvNGroups(ng, d, n int, a []float32, lda int, x []float32, ldx int, y
 	return uint((ng-1)|(d-1)|(n-1)|lda|ldx|ys|yk) < fastMax &&
 		(ng*d-1)*lda+n <= len(a) && (ng-1)*ldx+n <= len(x) && (ng-1)*ys+(d-1)*yk < len(y)
 }
+
+// fastBiasAct is the fast path of checkBiasAct: true only when
+// checkBiasAct would return true.
+func fastBiasAct(rows, n int, y []float32, ldy int, bias []float32) bool {
+	return uint(rows|n|ldy) < fastMax && rows > 0 && n > 0 && fits(y, (rows-1)*ldy+n-1) && fits(bias, rows-1)
+}
+
+// fastReluMask is the fast path of checkReluMask: true only when
+// checkReluMask would return true.
+func fastReluMask(n int, y, dy, dx []float32) bool {
+	return uint(n-1) < maxDim && n <= len(y) && n <= len(dy) && n <= len(dx)
+}

@@ -414,43 +414,6 @@ func FMAPeakNEON(out, in []float32, iters int) {
 	fmaPeakNEON(out, in, iters)
 }
 
-// checkBiasAct checks a biasAct call: y holds the rows×n matrix of row
-// stride ldy, bias one value per row. Like bounds.go's checks, it panics
-// on a negative or too large argument or a short operand and returns false
-// on an empty shape.
-func checkBiasAct(kernel string, rows, n int, y []float32, ldy int, bias []float32) bool {
-	strides(kernel, ldy)
-	if !dims(kernel, rows, n) {
-		return false
-	}
-	need(kernel, "y", y, (rows-1)*ldy+n-1)
-	need(kernel, "bias", bias, rows-1)
-	return true
-}
-
-// fastBiasAct is the fast path of checkBiasAct (bounds_fast.go): true
-// only when checkBiasAct would return true.
-func fastBiasAct(rows, n int, y []float32, ldy int, bias []float32) bool {
-	return uint(rows|n|ldy) < fastMax && rows > 0 && n > 0 && fits(y, (rows-1)*ldy+n-1) && fits(bias, rows-1)
-}
-
-// checkReluMask checks a reluMask call: y, dy and dx hold n values each.
-func checkReluMask(kernel string, n int, y, dy, dx []float32) bool {
-	if !dims(kernel, n) {
-		return false
-	}
-	need(kernel, "y", y, n-1)
-	need(kernel, "dy", dy, n-1)
-	need(kernel, "dx", dx, n-1)
-	return true
-}
-
-// fastReluMask is the fast path of checkReluMask: true only when
-// checkReluMask would return true.
-func fastReluMask(n int, y, dy, dx []float32) bool {
-	return uint(n-1) < maxDim && n <= len(y) && n <= len(dy) && n <= len(dx)
-}
-
 // BiasActNEON adds bias[r] to row r of the rows×n matrix y of row stride
 // ldy and, when relu ≠ 0, applies the ReLU as Go's max(v, 0) computes it
 // on arm64 (FMAX: v for v > 0, +0 for any other number, −0 included, a
