@@ -344,25 +344,7 @@ func SoftmaxRows(rows, cols int, x, y []float32) error {
 	if err := nnLen(fn, "y", len(y), rows*cols); err != nil {
 		return err
 	}
-	for r := 0; r < rows; r++ {
-		xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
-		mx := float32(math.Inf(-1))
-		for _, v := range xr {
-			if v > mx {
-				mx = v
-			}
-		}
-		var sum float32
-		for i, v := range xr {
-			e := float32(math.Exp(float64(v - mx)))
-			yr[i] = e
-			sum += e
-		}
-		inv := 1 / sum
-		for i := range yr {
-			yr[i] *= inv
-		}
-	}
+	softmaxRowsRef(rows, cols, x, y) // the same loop as the routing kernels' reference
 	return nil
 }
 
