@@ -69,6 +69,111 @@ func sgemmKernel16x16AVX512(kc int, a []float32, b []float32, c []float32, ldc i
 //go:noescape
 func sgemmKernel24x16AVX512(kc int, a []float32, b []float32, c []float32, ldc int, alpha float32, beta float32)
 
+// sgemmDirect6x16AVX2 is the AVX2+FMA tile of SgemmDirect6x16AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect6x16AVX2(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect8x32AVX512 is the AVX-512F tile of SgemmDirect8x32AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect8x32AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect4x24AVX2 is the AVX2+FMA tile of SgemmDirect4x24AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect4x24AVX2(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect8x8AVX2 is the AVX2+FMA tile of SgemmDirect8x8AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect8x8AVX2(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect12x8AVX2 is the AVX2+FMA tile of SgemmDirect12x8AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect12x8AVX2(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect12x32AVX512 is the AVX-512F tile of SgemmDirect12x32AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect12x32AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect14x32AVX512 is the AVX-512F tile of SgemmDirect14x32AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect14x32AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect6x48AVX512 is the AVX-512F tile of SgemmDirect6x48AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect6x48AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect8x48AVX512 is the AVX-512F tile of SgemmDirect8x48AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect8x48AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect4x64AVX512 is the AVX-512F tile of SgemmDirect4x64AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect4x64AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect6x64AVX512 is the AVX-512F tile of SgemmDirect6x64AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect6x64AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect16x16AVX512 is the AVX-512F tile of SgemmDirect16x16AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect16x16AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirect24x16AVX512 is the AVX-512F tile of SgemmDirect24x16AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirect24x16AVX512(kc int, a []float32, b []float32, offs []int32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA6x16AVX2 is the AVX2+FMA tile of SgemmDirectA6x16AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA6x16AVX2(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA8x32AVX512 is the AVX-512F tile of SgemmDirectA8x32AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA8x32AVX512(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA4x24AVX2 is the AVX2+FMA tile of SgemmDirectA4x24AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA4x24AVX2(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA8x8AVX2 is the AVX2+FMA tile of SgemmDirectA8x8AVX2: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA8x8AVX2(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA6x48AVX512 is the AVX-512F tile of SgemmDirectA6x48AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA6x48AVX512(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA8x48AVX512 is the AVX-512F tile of SgemmDirectA8x48AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA8x48AVX512(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA4x64AVX512 is the AVX-512F tile of SgemmDirectA4x64AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA4x64AVX512(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
+// sgemmDirectA6x64AVX512 is the AVX-512F tile of SgemmDirectA6x64AVX512: lengths and offsets are not checked.
+//
+//go:noescape
+func sgemmDirectA6x64AVX512(kc int, a []float32, aoffs []int32, b []float32, c []float32, ldc int, alpha float32, beta float32)
+
 // sgemmPackA8AVX2 is the AVX2 body of SgemmPackA8AVX2: lengths are not checked.
 //
 //go:noescape

@@ -355,6 +355,749 @@ func SgemmKernel24x16AVX512(kc int, a, b, c []float32, ldc int, alpha, beta floa
 	}
 }
 
+// SgemmDirect6x16AVX2 computes an m×n block of C (m a multiple of 6, n of 16) with
+// AVX2+FMA, reading B in place: a holds m/6 packed panels of kc·6 values,
+// lda ≥ kc·6 apart (a[(i/6)*lda+p*6+i%6] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/6)*lda+p*6+i%6] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel6x16AVX2 on the packed panels of the same values.
+func SgemmDirect6x16AVX2(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect6x16AVX2", 6, 16, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 16 {
+		for i := 0; i < m; i += 6 {
+			sgemmDirect6x16AVX2(kc, a[i/6*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect8x32AVX512 computes an m×n block of C (m a multiple of 8, n of 32) with
+// AVX-512F, reading B in place: a holds m/8 packed panels of kc·8 values,
+// lda ≥ kc·8 apart (a[(i/8)*lda+p*8+i%8] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/8)*lda+p*8+i%8] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel8x32AVX512 on the packed panels of the same values.
+func SgemmDirect8x32AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect8x32AVX512", 8, 32, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 32 {
+		for i := 0; i < m; i += 8 {
+			sgemmDirect8x32AVX512(kc, a[i/8*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect4x24AVX2 computes an m×n block of C (m a multiple of 4, n of 24) with
+// AVX2+FMA, reading B in place: a holds m/4 packed panels of kc·4 values,
+// lda ≥ kc·4 apart (a[(i/4)*lda+p*4+i%4] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/4)*lda+p*4+i%4] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel4x24AVX2 on the packed panels of the same values.
+func SgemmDirect4x24AVX2(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect4x24AVX2", 4, 24, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 24 {
+		for i := 0; i < m; i += 4 {
+			sgemmDirect4x24AVX2(kc, a[i/4*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect8x8AVX2 computes an m×n block of C (m a multiple of 8, n of 8) with
+// AVX2+FMA, reading B in place: a holds m/8 packed panels of kc·8 values,
+// lda ≥ kc·8 apart (a[(i/8)*lda+p*8+i%8] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/8)*lda+p*8+i%8] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel8x8AVX2 on the packed panels of the same values.
+func SgemmDirect8x8AVX2(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect8x8AVX2", 8, 8, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 8 {
+		for i := 0; i < m; i += 8 {
+			sgemmDirect8x8AVX2(kc, a[i/8*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect12x8AVX2 computes an m×n block of C (m a multiple of 12, n of 8) with
+// AVX2+FMA, reading B in place: a holds m/12 packed panels of kc·12 values,
+// lda ≥ kc·12 apart (a[(i/12)*lda+p*12+i%12] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/12)*lda+p*12+i%12] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel12x8AVX2 on the packed panels of the same values.
+func SgemmDirect12x8AVX2(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect12x8AVX2", 12, 8, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 8 {
+		for i := 0; i < m; i += 12 {
+			sgemmDirect12x8AVX2(kc, a[i/12*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect12x32AVX512 computes an m×n block of C (m a multiple of 12, n of 32) with
+// AVX-512F, reading B in place: a holds m/12 packed panels of kc·12 values,
+// lda ≥ kc·12 apart (a[(i/12)*lda+p*12+i%12] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/12)*lda+p*12+i%12] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel12x32AVX512 on the packed panels of the same values.
+func SgemmDirect12x32AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect12x32AVX512", 12, 32, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 32 {
+		for i := 0; i < m; i += 12 {
+			sgemmDirect12x32AVX512(kc, a[i/12*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect14x32AVX512 computes an m×n block of C (m a multiple of 14, n of 32) with
+// AVX-512F, reading B in place: a holds m/14 packed panels of kc·14 values,
+// lda ≥ kc·14 apart (a[(i/14)*lda+p*14+i%14] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/14)*lda+p*14+i%14] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel14x32AVX512 on the packed panels of the same values.
+func SgemmDirect14x32AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect14x32AVX512", 14, 32, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 32 {
+		for i := 0; i < m; i += 14 {
+			sgemmDirect14x32AVX512(kc, a[i/14*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect6x48AVX512 computes an m×n block of C (m a multiple of 6, n of 48) with
+// AVX-512F, reading B in place: a holds m/6 packed panels of kc·6 values,
+// lda ≥ kc·6 apart (a[(i/6)*lda+p*6+i%6] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/6)*lda+p*6+i%6] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel6x48AVX512 on the packed panels of the same values.
+func SgemmDirect6x48AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect6x48AVX512", 6, 48, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 48 {
+		for i := 0; i < m; i += 6 {
+			sgemmDirect6x48AVX512(kc, a[i/6*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect8x48AVX512 computes an m×n block of C (m a multiple of 8, n of 48) with
+// AVX-512F, reading B in place: a holds m/8 packed panels of kc·8 values,
+// lda ≥ kc·8 apart (a[(i/8)*lda+p*8+i%8] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/8)*lda+p*8+i%8] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel8x48AVX512 on the packed panels of the same values.
+func SgemmDirect8x48AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect8x48AVX512", 8, 48, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 48 {
+		for i := 0; i < m; i += 8 {
+			sgemmDirect8x48AVX512(kc, a[i/8*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect4x64AVX512 computes an m×n block of C (m a multiple of 4, n of 64) with
+// AVX-512F, reading B in place: a holds m/4 packed panels of kc·4 values,
+// lda ≥ kc·4 apart (a[(i/4)*lda+p*4+i%4] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/4)*lda+p*4+i%4] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel4x64AVX512 on the packed panels of the same values.
+func SgemmDirect4x64AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect4x64AVX512", 4, 64, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 64 {
+		for i := 0; i < m; i += 4 {
+			sgemmDirect4x64AVX512(kc, a[i/4*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect6x64AVX512 computes an m×n block of C (m a multiple of 6, n of 64) with
+// AVX-512F, reading B in place: a holds m/6 packed panels of kc·6 values,
+// lda ≥ kc·6 apart (a[(i/6)*lda+p*6+i%6] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/6)*lda+p*6+i%6] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel6x64AVX512 on the packed panels of the same values.
+func SgemmDirect6x64AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect6x64AVX512", 6, 64, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 64 {
+		for i := 0; i < m; i += 6 {
+			sgemmDirect6x64AVX512(kc, a[i/6*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect16x16AVX512 computes an m×n block of C (m a multiple of 16, n of 16) with
+// AVX-512F, reading B in place: a holds m/16 packed panels of kc·16 values,
+// lda ≥ kc·16 apart (a[(i/16)*lda+p*16+i%16] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/16)*lda+p*16+i%16] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel16x16AVX512 on the packed panels of the same values.
+func SgemmDirect16x16AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect16x16AVX512", 16, 16, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 16 {
+		for i := 0; i < m; i += 16 {
+			sgemmDirect16x16AVX512(kc, a[i/16*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirect24x16AVX512 computes an m×n block of C (m a multiple of 24, n of 16) with
+// AVX-512F, reading B in place: a holds m/24 packed panels of kc·24 values,
+// lda ≥ kc·24 apart (a[(i/24)*lda+p*24+i%24] is row i of step p), and row p
+// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,
+// none negative, and b at least max(offs)+n values). It panics with a
+// BoundsError on a short slice, a bad offset, stride or dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[(i/24)*lda+p*24+i%24] * b[int(offs[p])+j]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel24x16AVX512 on the packed panels of the same values.
+func SgemmDirect24x16AVX512(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirect("SgemmDirect24x16AVX512", 24, 16, m, n, kc, a, lda, b, offs, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 16 {
+		for i := 0; i < m; i += 24 {
+			sgemmDirect24x16AVX512(kc, a[i/24*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA6x16AVX2 computes an m×n block of C (m a multiple of 6, n of 16) with
+// AVX2+FMA, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/16 packed panels of kc·16 values,
+// ldb ≥ kc·16 apart (b[(j/16)*ldb+p*16+j%16] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/16)*ldb+p*16+j%16]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel6x16AVX2 on the packed panels of the same values.
+func SgemmDirectA6x16AVX2(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA6x16AVX2", 6, 16, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 16 {
+		for i := 0; i < m; i += 6 {
+			sgemmDirectA6x16AVX2(kc, a, aoffs[i:], b[j/16*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA8x32AVX512 computes an m×n block of C (m a multiple of 8, n of 32) with
+// AVX-512F, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/32 packed panels of kc·32 values,
+// ldb ≥ kc·32 apart (b[(j/32)*ldb+p*32+j%32] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/32)*ldb+p*32+j%32]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel8x32AVX512 on the packed panels of the same values.
+func SgemmDirectA8x32AVX512(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA8x32AVX512", 8, 32, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 32 {
+		for i := 0; i < m; i += 8 {
+			sgemmDirectA8x32AVX512(kc, a, aoffs[i:], b[j/32*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA4x24AVX2 computes an m×n block of C (m a multiple of 4, n of 24) with
+// AVX2+FMA, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/24 packed panels of kc·24 values,
+// ldb ≥ kc·24 apart (b[(j/24)*ldb+p*24+j%24] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/24)*ldb+p*24+j%24]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel4x24AVX2 on the packed panels of the same values.
+func SgemmDirectA4x24AVX2(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA4x24AVX2", 4, 24, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 24 {
+		for i := 0; i < m; i += 4 {
+			sgemmDirectA4x24AVX2(kc, a, aoffs[i:], b[j/24*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA8x8AVX2 computes an m×n block of C (m a multiple of 8, n of 8) with
+// AVX2+FMA, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/8 packed panels of kc·8 values,
+// ldb ≥ kc·8 apart (b[(j/8)*ldb+p*8+j%8] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/8)*ldb+p*8+j%8]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel8x8AVX2 on the packed panels of the same values.
+func SgemmDirectA8x8AVX2(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA8x8AVX2", 8, 8, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 8 {
+		for i := 0; i < m; i += 8 {
+			sgemmDirectA8x8AVX2(kc, a, aoffs[i:], b[j/8*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA6x48AVX512 computes an m×n block of C (m a multiple of 6, n of 48) with
+// AVX-512F, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/48 packed panels of kc·48 values,
+// ldb ≥ kc·48 apart (b[(j/48)*ldb+p*48+j%48] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/48)*ldb+p*48+j%48]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel6x48AVX512 on the packed panels of the same values.
+func SgemmDirectA6x48AVX512(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA6x48AVX512", 6, 48, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 48 {
+		for i := 0; i < m; i += 6 {
+			sgemmDirectA6x48AVX512(kc, a, aoffs[i:], b[j/48*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA8x48AVX512 computes an m×n block of C (m a multiple of 8, n of 48) with
+// AVX-512F, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/48 packed panels of kc·48 values,
+// ldb ≥ kc·48 apart (b[(j/48)*ldb+p*48+j%48] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/48)*ldb+p*48+j%48]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel8x48AVX512 on the packed panels of the same values.
+func SgemmDirectA8x48AVX512(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA8x48AVX512", 8, 48, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 48 {
+		for i := 0; i < m; i += 8 {
+			sgemmDirectA8x48AVX512(kc, a, aoffs[i:], b[j/48*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA4x64AVX512 computes an m×n block of C (m a multiple of 4, n of 64) with
+// AVX-512F, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/64 packed panels of kc·64 values,
+// ldb ≥ kc·64 apart (b[(j/64)*ldb+p*64+j%64] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/64)*ldb+p*64+j%64]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel4x64AVX512 on the packed panels of the same values.
+func SgemmDirectA4x64AVX512(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA4x64AVX512", 4, 64, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 64 {
+		for i := 0; i < m; i += 4 {
+			sgemmDirectA4x64AVX512(kc, a, aoffs[i:], b[j/64*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// SgemmDirectA6x64AVX512 computes an m×n block of C (m a multiple of 6, n of 64) with
+// AVX-512F, reading A in place: row i of A is the kc consecutive values
+// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least
+// max(aoffs)+kc values), and b holds n/64 packed panels of kc·64 values,
+// ldb ≥ kc·64 apart (b[(j/64)*ldb+p*64+j%64] is column j of step p). It
+// panics with a BoundsError on a short slice, a bad offset, stride or
+// dimension.
+// It is equivalent to
+//
+//	for i := 0; i < m; i++ {
+//		for j := 0; j < n; j++ {
+//			var s float32
+//			for p := 0; p < kc; p++ {
+//				s += a[int(aoffs[i])+p] * b[(j/64)*ldb+p*64+j%64]
+//			}
+//			if beta == 0 {
+//				c[i*ldc+j] = alpha * s // c not read
+//			} else {
+//				c[i*ldc+j] = alpha*s + beta*c[i*ldc+j]
+//			}
+//		}
+//	}
+//
+// with every sum a chain of fused multiply-adds in the order of p, the
+// same bits as SgemmKernel6x64AVX512 on the packed panels of the same values.
+func SgemmDirectA6x64AVX512(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	if !checkSgemmDirectA("SgemmDirectA6x64AVX512", 6, 64, m, n, kc, a, aoffs, b, ldb, c, ldc) {
+		return
+	}
+	for j := 0; j < n; j += 64 {
+		for i := 0; i < m; i += 6 {
+			sgemmDirectA6x64AVX512(kc, a, aoffs[i:], b[j/64*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
 // SgemmPackA8AVX2 packs 8 rows of a row-major matrix into one 8-row panel
 // of a micro-kernel with MR = 8: dst[p*8+i] = a[i*lda+p] for i < 8, p < kc.
 // It needs AVX2. a holds at least 7·lda+kc values, dst 8·kc; it panics
@@ -370,17 +1113,17 @@ func SgemmPackA8AVX2(kc int, a []float32, lda int, dst []float32) {
 // (6×16 AVX2, 8×32 AVX-512); package kernels picks among them per CPU.
 // A tile of ISA "avx2" needs AVX2 and FMA, one of "avx512" AVX-512F.
 var SgemmTilesAMD64 = []SgemmTile{
-	{Name: "avx2-6x16", ISA: "avx2", MR: 6, NR: 16, Kernel: SgemmKernel6x16AVX2},
-	{Name: "avx2-4x24", ISA: "avx2", MR: 4, NR: 24, Kernel: SgemmKernel4x24AVX2},
-	{Name: "avx2-8x8", ISA: "avx2", MR: 8, NR: 8, Kernel: SgemmKernel8x8AVX2},
-	{Name: "avx2-12x8", ISA: "avx2", MR: 12, NR: 8, Kernel: SgemmKernel12x8AVX2},
-	{Name: "avx512-8x32", ISA: "avx512", MR: 8, NR: 32, Kernel: SgemmKernel8x32AVX512},
-	{Name: "avx512-12x32", ISA: "avx512", MR: 12, NR: 32, Kernel: SgemmKernel12x32AVX512},
-	{Name: "avx512-14x32", ISA: "avx512", MR: 14, NR: 32, Kernel: SgemmKernel14x32AVX512},
-	{Name: "avx512-6x48", ISA: "avx512", MR: 6, NR: 48, Kernel: SgemmKernel6x48AVX512},
-	{Name: "avx512-8x48", ISA: "avx512", MR: 8, NR: 48, Kernel: SgemmKernel8x48AVX512},
-	{Name: "avx512-4x64", ISA: "avx512", MR: 4, NR: 64, Kernel: SgemmKernel4x64AVX512},
-	{Name: "avx512-6x64", ISA: "avx512", MR: 6, NR: 64, Kernel: SgemmKernel6x64AVX512},
-	{Name: "avx512-16x16", ISA: "avx512", MR: 16, NR: 16, Kernel: SgemmKernel16x16AVX512},
-	{Name: "avx512-24x16", ISA: "avx512", MR: 24, NR: 16, Kernel: SgemmKernel24x16AVX512},
+	{Name: "avx2-6x16", ISA: "avx2", MR: 6, NR: 16, Kernel: SgemmKernel6x16AVX2, Direct: SgemmDirect6x16AVX2, DirectA: SgemmDirectA6x16AVX2},
+	{Name: "avx2-4x24", ISA: "avx2", MR: 4, NR: 24, Kernel: SgemmKernel4x24AVX2, Direct: SgemmDirect4x24AVX2, DirectA: SgemmDirectA4x24AVX2},
+	{Name: "avx2-8x8", ISA: "avx2", MR: 8, NR: 8, Kernel: SgemmKernel8x8AVX2, Direct: SgemmDirect8x8AVX2, DirectA: SgemmDirectA8x8AVX2},
+	{Name: "avx2-12x8", ISA: "avx2", MR: 12, NR: 8, Kernel: SgemmKernel12x8AVX2, Direct: SgemmDirect12x8AVX2, DirectA: nil},
+	{Name: "avx512-8x32", ISA: "avx512", MR: 8, NR: 32, Kernel: SgemmKernel8x32AVX512, Direct: SgemmDirect8x32AVX512, DirectA: SgemmDirectA8x32AVX512},
+	{Name: "avx512-12x32", ISA: "avx512", MR: 12, NR: 32, Kernel: SgemmKernel12x32AVX512, Direct: SgemmDirect12x32AVX512, DirectA: nil},
+	{Name: "avx512-14x32", ISA: "avx512", MR: 14, NR: 32, Kernel: SgemmKernel14x32AVX512, Direct: SgemmDirect14x32AVX512, DirectA: nil},
+	{Name: "avx512-6x48", ISA: "avx512", MR: 6, NR: 48, Kernel: SgemmKernel6x48AVX512, Direct: SgemmDirect6x48AVX512, DirectA: SgemmDirectA6x48AVX512},
+	{Name: "avx512-8x48", ISA: "avx512", MR: 8, NR: 48, Kernel: SgemmKernel8x48AVX512, Direct: SgemmDirect8x48AVX512, DirectA: SgemmDirectA8x48AVX512},
+	{Name: "avx512-4x64", ISA: "avx512", MR: 4, NR: 64, Kernel: SgemmKernel4x64AVX512, Direct: SgemmDirect4x64AVX512, DirectA: SgemmDirectA4x64AVX512},
+	{Name: "avx512-6x64", ISA: "avx512", MR: 6, NR: 64, Kernel: SgemmKernel6x64AVX512, Direct: SgemmDirect6x64AVX512, DirectA: SgemmDirectA6x64AVX512},
+	{Name: "avx512-16x16", ISA: "avx512", MR: 16, NR: 16, Kernel: SgemmKernel16x16AVX512, Direct: SgemmDirect16x16AVX512, DirectA: nil},
+	{Name: "avx512-24x16", ISA: "avx512", MR: 24, NR: 16, Kernel: SgemmKernel24x16AVX512, Direct: SgemmDirect24x16AVX512, DirectA: nil},
 }

@@ -155,3 +155,216 @@ func TestSgemmPackA8(t *testing.T) {
 	mustPanic(t, "PackA8 short dst", "dst", func() { SgemmPackA8AVX2(5, mk(7*6+5), 6, mk(39)) })
 	mustPanic(t, "PackA8 negative lda", "stride", func() { SgemmPackA8AVX2(5, mk(100), -1, mk(40)) })
 }
+
+// TestSgemmDirect runs every generated direct kernel of this CPU on blocks
+// of one and several tiles, k steps around the unrolling, offsets in
+// random order (repeated, unaligned, reaching the last value of b), beta
+// 0 (C preset to NaN), 1 and −0.5 and a padded ldc, against the Go loop
+// of its doc comment, and checks that C outside the block is untouched;
+// then the bounds panics.
+func TestSgemmDirect(t *testing.T) {
+	ran := 0
+	for _, tile := range SgemmTilesAMD64 {
+		if !sgemmTileRuns(tile.ISA) {
+			continue
+		}
+		ran++
+		rng := rand.New(rand.NewPCG(uint64(tile.NR), uint64(tile.MR)))
+		mr, nr := tile.MR, tile.NR
+		for _, kc := range []int{0, 1, 3, 4, 5, 9, 37} {
+			for _, mn := range [][2]int{{1, 1}, {2, 3}} {
+				m, n := mn[0]*mr, mn[1]*nr
+				for _, beta := range []float32{0, 1, -0.5} {
+					ldc := n + 5
+					lda := kc*mr + rng.IntN(3) // panels apart by more than kc·mr too
+					a := make([]float32, (m/mr-1)*lda+kc*mr)
+					for i := range a {
+						a[i] = rng.Float32()*2 - 1
+					}
+					b := make([]float32, n+50+rng.IntN(7))
+					for i := range b {
+						b[i] = rng.Float32()*2 - 1
+					}
+					offs := make([]int32, kc)
+					for p := range offs {
+						offs[p] = int32(rng.IntN(len(b) - n + 1))
+					}
+					if kc > 0 {
+						offs[kc/2] = int32(len(b) - n) // the last value of b is read
+					}
+					c := make([]float32, (m+1)*ldc)
+					for i := range c {
+						c[i] = rng.Float32()*2 - 1
+						if beta == 0 && i%ldc < n && i/ldc < m {
+							c[i] = float32(math.NaN())
+						}
+					}
+					want := append([]float32(nil), c...)
+					const alpha = 0.75
+					for i := range m {
+						for j := range n {
+							var s float64
+							for p := range kc {
+								s += float64(a[(i/mr)*lda+p*mr+i%mr]) * float64(b[int(offs[p])+j])
+							}
+							v := float64(alpha) * s
+							if beta != 0 {
+								v += float64(beta) * float64(want[i*ldc+j])
+							}
+							want[i*ldc+j] = float32(v)
+						}
+					}
+					tile.Direct(m, n, kc, a, lda, b, offs, c[:(m-1)*ldc+n], ldc, alpha, beta)
+					for i := range c {
+						inside := i%ldc < n && i/ldc < m
+						// As in TestSgemmTiles: a float32 chain of kc
+						// products of magnitude ≤ 1 against a float64 sum.
+						tol := 0.0
+						if inside {
+							tol = 1e-5 * float64(kc+2)
+						}
+						if d := math.Abs(float64(c[i] - want[i])); !(d <= tol) {
+							t.Fatalf("%s direct m=%d n=%d kc=%d beta=%g: c[%d] (row %d, col %d) = %g, want %g", tile.Name, m, n, kc, beta, i, i/ldc, i%ldc, c[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		kc, m, n := 5, mr, nr
+		offs := []int32{0, 3, 1, 2, 4}
+		mustPanic(t, tile.Name+" direct short a", "a", func() {
+			tile.Direct(m, n, kc, mk(m*kc-1), kc*mr, mk(n+4), offs, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct short b", "b", func() {
+			tile.Direct(m, n, kc, mk(m*kc), kc*mr, mk(n+3), offs, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct short offs", "offs", func() {
+			tile.Direct(m, n, kc, mk(m*kc), kc*mr, mk(n+4), offs[:4], mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct negative offset", "offs", func() {
+			tile.Direct(m, n, kc, mk(m*kc), kc*mr, mk(n+4), []int32{0, 3, -1, 2, 4}, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct short c", "c", func() {
+			tile.Direct(m, n, kc, mk(m*kc), kc*mr, mk(n+4), offs, mk(m*n-1), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct small ldc", "ldc", func() {
+			tile.Direct(m, n, kc, mk(m*kc), kc*mr, mk(n+4), offs, mk(m*n*2), n-1, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct small lda", "lda", func() {
+			tile.Direct(m, n, kc, mk(m*kc), kc*mr-1, mk(n+4), offs, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" direct partial tile", "m", func() {
+			tile.Direct(m+1, n, kc, mk((m+1)*kc), kc*mr, mk(n+4), offs, mk((m+1)*n), n, 1, 0)
+		})
+	}
+	if ran == 0 {
+		t.Skip("this CPU runs none of the tiles")
+	}
+}
+
+// TestSgemmDirectA runs every generated direct-A kernel of this CPU (the
+// tiles of at most 8 rows) on blocks of one and several tiles, k steps
+// around the unrolling, row offsets in random order (repeated, reaching
+// the last value of a), padded panels of B, beta 0 (C preset to NaN), 1
+// and −0.5 and a padded ldc, against the Go loop of its doc comment, and
+// checks that C outside the block is untouched; then the bounds panics.
+func TestSgemmDirectA(t *testing.T) {
+	ran := 0
+	for _, tile := range SgemmTilesAMD64 {
+		if (tile.DirectA == nil) != (tile.MR > 8) {
+			t.Errorf("%s: DirectA is nil %v with %d rows", tile.Name, tile.DirectA == nil, tile.MR)
+		}
+		if !sgemmTileRuns(tile.ISA) || tile.DirectA == nil {
+			continue
+		}
+		ran++
+		rng := rand.New(rand.NewPCG(uint64(tile.NR), uint64(tile.MR)+1))
+		mr, nr := tile.MR, tile.NR
+		for _, kc := range []int{0, 1, 3, 4, 5, 9, 37} {
+			for _, mn := range [][2]int{{1, 1}, {3, 2}} {
+				m, n := mn[0]*mr, mn[1]*nr
+				for _, beta := range []float32{0, 1, -0.5} {
+					ldc, ldb := n+5, kc*nr+rng.IntN(3)*nr
+					a := make([]float32, kc+40+rng.IntN(7))
+					for i := range a {
+						a[i] = rng.Float32()*2 - 1
+					}
+					aoffs := make([]int32, m)
+					for i := range aoffs {
+						aoffs[i] = int32(rng.IntN(len(a) - kc + 1))
+					}
+					aoffs[m/2] = int32(len(a) - kc) // the last value of a is read
+					b := make([]float32, (n/nr-1)*ldb+kc*nr)
+					for i := range b {
+						b[i] = rng.Float32()*2 - 1
+					}
+					c := make([]float32, (m+1)*ldc)
+					for i := range c {
+						c[i] = rng.Float32()*2 - 1
+						if beta == 0 && i%ldc < n && i/ldc < m {
+							c[i] = float32(math.NaN())
+						}
+					}
+					want := append([]float32(nil), c...)
+					const alpha = 0.75
+					for i := range m {
+						for j := range n {
+							var s float64
+							for p := range kc {
+								s += float64(a[int(aoffs[i])+p]) * float64(b[(j/nr)*ldb+p*nr+j%nr])
+							}
+							v := float64(alpha) * s
+							if beta != 0 {
+								v += float64(beta) * float64(want[i*ldc+j])
+							}
+							want[i*ldc+j] = float32(v)
+						}
+					}
+					tile.DirectA(m, n, kc, a, aoffs, b, ldb, c[:(m-1)*ldc+n], ldc, alpha, beta)
+					for i := range c {
+						inside := i%ldc < n && i/ldc < m
+						// As in TestSgemmTiles.
+						tol := 0.0
+						if inside {
+							tol = 1e-5 * float64(kc+2)
+						}
+						if d := math.Abs(float64(c[i] - want[i])); !(d <= tol) {
+							t.Fatalf("%s directA m=%d n=%d kc=%d beta=%g: c[%d] (row %d, col %d) = %g, want %g", tile.Name, m, n, kc, beta, i, i/ldc, i%ldc, c[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		kc, m, n := 5, mr, nr
+		aoffs := make([]int32, m)
+		for i := range aoffs {
+			aoffs[i] = int32(i % 3)
+		}
+		mustPanic(t, tile.Name+" directA short a", "a", func() {
+			tile.DirectA(m, n, kc, mk(kc+1), aoffs, mk(kc*nr), kc*nr, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" directA short aoffs", "aoffs", func() {
+			tile.DirectA(m, n, kc, mk(kc+2), aoffs[:m-1], mk(kc*nr), kc*nr, mk(m*n), n, 1, 0)
+		})
+		bad := append([]int32(nil), aoffs...)
+		bad[m-1] = -1
+		mustPanic(t, tile.Name+" directA negative offset", "aoffs", func() {
+			tile.DirectA(m, n, kc, mk(kc+2), bad, mk(kc*nr), kc*nr, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" directA short b", "b", func() {
+			tile.DirectA(m, n, kc, mk(kc+2), aoffs, mk(kc*nr-1), kc*nr, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" directA small ldb", "ldb", func() {
+			tile.DirectA(m, n, kc, mk(kc+2), aoffs, mk(kc*nr), kc*nr-1, mk(m*n), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" directA short c", "c", func() {
+			tile.DirectA(m, n, kc, mk(kc+2), aoffs, mk(kc*nr), kc*nr, mk(m*n-1), n, 1, 0)
+		})
+		mustPanic(t, tile.Name+" directA partial tile", "n", func() {
+			tile.DirectA(m, n+1, kc, mk(kc+2), aoffs, mk(kc*nr), kc*nr, mk(m*(n+1)), n+1, 1, 0)
+		})
+	}
+	if ran == 0 {
+		t.Skip("this CPU runs none of the tiles")
+	}
+}

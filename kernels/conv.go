@@ -204,7 +204,7 @@ func (s ConvShape) WorkSize() int {
 	if nb > 1 {
 		n += cs * s.InH * s.InW * nb // CHWN input slab
 	}
-	return n
+	return max(n, s.directWorkSize())
 }
 
 // ArenaWorkSize is WorkSize plus the packing space of the SGEMM products
@@ -293,6 +293,12 @@ func convForward(fn string, sh ConvShape, y, x, w, bias, work []float32, relu bo
 	if sh.Batch == 0 {
 		return nil
 	}
+	if f, mr, nr := convDirectKernel(); f != nil {
+		if g, ok := sh.directForwardGeom(mr, nr); ok {
+			convDirectForward(f, mr, g, sh, y, x, w, bias, work, relu)
+			return nil
+		}
+	}
 	switch drv := convDriver(); {
 	case sh.convDirect():
 		convDepthwiseForward(sh, y, x, w, bias)
@@ -346,12 +352,25 @@ func ConvBackward(sh ConvShape, dw, dbias, dx, x, dy, w, y, work []float32) erro
 	if sh.Batch == 0 {
 		return nil
 	}
-	if drv := convDriver(); drv != nil && !sh.convDirect() && sh.implicitBackward() {
-		convImplicitBackward(drv, sh, dw, dbias, dx, x, dy, w, y, work)
+	if drv := convDriver(); drv != nil && !sh.convDirect() && sh.implicitBackward() && !sh.directFilter() {
+		// The direct data gradient, where it runs, follows the fused
+		// mask, bias and filter gradient (the same bits as
+		// ConvBackwardFilter then ConvBackwardData).
+		ddx := dx
+		f, mr, nr := convDirectKernel()
+		g, direct := sh.directDataGeom(mr, nr)
+		if f != nil && direct {
+			ddx = nil
+		}
+		convImplicitBackward(drv, sh, dw, dbias, ddx, x, dy, w, y, work)
+		if dx != nil && ddx == nil {
+			convDirectData(f, mr, g, sh, dx, dy, w, work)
+		}
 		return nil
 	}
 	// The whole batch pass by pass: the ReLU mask, the filter gradient
-	// and the data gradient (im2col for stride 1, see implicitBackward).
+	// and the data gradient (direct where they can, conv_direct.go; else
+	// im2col for stride 1, see implicitBackward).
 	if y != nil {
 		reluMask(y[:sh.YLen()], dy, dy)
 	}
@@ -401,6 +420,12 @@ func ConvBackwardData(sh ConvShape, dx, dy, w, work []float32) error {
 		convDepthwiseBackwardData(sh, dx, dy, w)
 		return nil
 	}
+	if f, mr, nr := convDirectKernel(); f != nil {
+		if g, ok := sh.directDataGeom(mr, nr); ok {
+			convDirectData(f, mr, g, sh, dx, dy, w, work)
+			return nil
+		}
+	}
 	if drv := convDriver(); drv != nil && sh.implicitBackward() {
 		convImplicitBackward(drv, sh, nil, nil, dx, nil, dy, w, nil, work)
 		return nil
@@ -437,6 +462,12 @@ func ConvBackwardFilter(sh ConvShape, dw, dbias, x, dy, work []float32) error {
 	if sh.convDirect() {
 		convDepthwiseBackwardFilter(sh, dw, x, dy)
 		return nil
+	}
+	if f, mr, nr := convDirectAKernel(); f != nil {
+		if g, n, ok := sh.directFilterGeom(mr, nr); ok {
+			convDirectFilter(f, nr, g, n, sh, dw, x, dy, work)
+			return nil
+		}
 	}
 	if drv := convDriver(); drv != nil && sh.implicitBackward() {
 		convImplicitBackward(drv, sh, dw, nil, nil, x, dy, nil, nil, work)

@@ -59,10 +59,24 @@ func benchConv(b *testing.B, pass int) {
 					run(b)
 					return
 				}
-				// Both GEMM paths, side by side in one run: the default
-				// (the implicit GEMM; im2col for the backward passes of
-				// stride 1, see implicitBackward) and the im2col path.
+				// The GEMM paths side by side in one run: the default (the
+				// direct path where it applies, conv_direct.go; else the
+				// implicit GEMM, or im2col for the backward passes of
+				// stride 1, see implicitBackward), the implicit GEMM where
+				// the direct path is the default, and the im2col path.
 				b.Run("path=default", run)
+				// The implicit GEMM where the direct path runs by default.
+				if f, mr, nr := convDirectKernel(); f != nil {
+					_, fok := s.directForwardGeom(mr, nr)
+					_, dok := s.directDataGeom(mr, nr)
+					if (pass == 0 && fok) || (pass == 1 && dok) || (pass == 2 && s.directFilter()) {
+						b.Run("path=implicit", func(b *testing.B) {
+							defer func() { convDirectOn = true }()
+							convDirectOn = false
+							run(b)
+						})
+					}
+				}
 				b.Run("path=im2col", func(b *testing.B) {
 					defer func() { convImplicit = true }()
 					convImplicit = false

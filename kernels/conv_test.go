@@ -80,6 +80,16 @@ var fixedConvShapes = []ConvShape{
 	{Batch: 2, InC: 3, InH: 9, InW: 40, OutC: 5, KH: 3, KW: 5, StrideH: 2, StrideW: 2, PadH: 1, PadW: 2, Groups: 1},
 	{Batch: 1, InC: 2, InH: 7, InW: 50, OutC: 3, KH: 4, KW: 4, StrideH: 1, StrideW: 3, PadH: 2, PadW: 3, Groups: 1},
 	{Batch: 2, InC: 16, InH: 6, InW: 37, OutC: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1},
+	// Stride 1 without padding on wide rows: the direct path
+	// (conv_direct.go), with channels that fill no tile, taps that fill no
+	// unrolled step, and the last image's last tile reaching past x.
+	// Stride 2 the same way, on the input's four phases, with odd heights
+	// and widths (phases of unequal sizes).
+	{Batch: 3, InC: 12, InH: 9, InW: 37, OutC: 15, KH: 3, KW: 2, StrideH: 1, StrideW: 1, Groups: 1},
+	{Batch: 2, InC: 15, InH: 12, InW: 34, OutC: 23, KH: 3, KW: 3, StrideH: 1, StrideW: 1, Groups: 1},
+	{Batch: 1, InC: 1, InH: 14, InW: 40, OutC: 7, KH: 7, KW: 7, StrideH: 1, StrideW: 1, Groups: 1},
+	{Batch: 2, InC: 12, InH: 17, InW: 36, OutC: 15, KH: 3, KW: 3, StrideH: 2, StrideW: 2, Groups: 1},
+	{Batch: 3, InC: 8, InH: 16, InW: 33, OutC: 23, KH: 3, KW: 3, StrideH: 2, StrideW: 2, Groups: 1},
 	// Many output channels over few positions at batch 1 (Sabour's primary
 	// capsules' proportions): a column panel mostly padding.
 	{Batch: 1, InC: 3, InH: 7, InW: 7, OutC: 64, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 1},
@@ -144,13 +154,101 @@ func TestConvVsRef(t *testing.T) {
 		convImplicit = false
 		testConvVsRef(t)
 	})
+	// The direct path on every shape it can take, however much of its
+	// wide grid is thrown away.
+	t.Run("path=direct-any", func(t *testing.T) {
+		defer func(w float64, p int) { convDirectMaxWaste, convDirectMinFilterP = w, p }(convDirectMaxWaste, convDirectMinFilterP)
+		convDirectMaxWaste, convDirectMinFilterP = 1, 0
+		testConvVsRef(t)
+	})
+	// The implicit GEMM where the direct path (conv_direct.go) would run.
+	t.Run("path=implicit", func(t *testing.T) {
+		defer func() { convDirectOn = true }()
+		convDirectOn = false
+		testConvVsRef(t)
+	})
 	// The implicit GEMM on a portable 4×4 driver with tiny blocking (kc 5,
 	// mc 9, nc 10): several reduction blocks, edge panels and tiles, and
-	// the data-gradient sink over partial tiles, on every GOARCH.
+	// the data-gradient sink over partial tiles, and the direct path on its
+	// Go twin with reduction blocks of 5, on every GOARCH.
 	t.Run("driver=go4x4-tiny", func(t *testing.T) {
-		defer func() { convTestDriver = nil }()
+		defer func(kc, fkc int) { convTestDriver, convDirectKC, convDirectFKC = nil, kc, fkc }(convDirectKC, convDirectFKC)
 		convTestDriver = newSgemmBlocked(sgemmMicroGo, 4, 4, 5, 9, 10)
+		convTestDriver.direct, convTestDriver.directA = sgemmDirectGo4x4, sgemmDirectAGo4x4
+		convDirectKC, convDirectFKC = 5, 7 // several reduction blocks of the direct GEMMs
+		defer func(p int) { convDirectMinFilterP = p }(convDirectMinFilterP)
+		convDirectMinFilterP = 0
 		testConvVsRef(t)
+	})
+}
+
+// sgemmDirectGo4x4 is the direct GEMM (sgemmDirectFn) on the portable 4×4
+// micro-kernel: each tile's B rows gathered from their offsets into a
+// packed panel, then sgemmMicroGo. It lets the direct convolutions run on
+// every GOARCH in the tests.
+func sgemmDirectGo4x4(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {
+	const mr, nr = 4, 4
+	panel := make([]float32, kc*nr)
+	for j := 0; j < n; j += nr {
+		for p := 0; p < kc; p++ {
+			copy(panel[p*nr:(p+1)*nr], b[int(offs[p])+j:])
+		}
+		for i := 0; i < m; i += mr {
+			sgemmMicroGo(kc, a[i/mr*lda:], panel, c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// sgemmDirectAGo4x4 is the direct-A GEMM (sgemmDirectAFn) on the portable
+// 4×4 micro-kernel: each tile's A rows gathered from their offsets into a
+// packed panel, then sgemmMicroGo.
+func sgemmDirectAGo4x4(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {
+	const mr, nr = 4, 4
+	panel := make([]float32, kc*mr)
+	for j := 0; j < n; j += nr {
+		for i := 0; i < m; i += mr {
+			for r := 0; r < mr; r++ {
+				for p := 0; p < kc; p++ {
+					panel[p*mr+r] = a[int(aoffs[i+r])+p]
+				}
+			}
+			sgemmMicroGo(kc, panel, b[j/nr*ldb:], c[i*ldc+j:], ldc, alpha, beta)
+		}
+	}
+}
+
+// TestConvDirectTaken checks that the direct path runs where it should:
+// on some of the test shapes (so that TestConvVsRef covers it) and on the
+// deep model's stride-1 layer, for every implementation with a direct
+// kernel.
+func TestConvDirectTaken(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		f, mr, nr := convDirectKernel()
+		if f == nil {
+			t.Skipf("%s has no direct kernel", impl)
+		}
+		fwd, data := 0, 0
+		for _, s := range convTestShapes() {
+			if _, ok := s.directForwardGeom(mr, nr); ok {
+				fwd++
+			}
+			if _, ok := s.directDataGeom(mr, nr); ok {
+				data++
+			}
+		}
+		if fwd < 3 || data < 3 {
+			t.Errorf("%s: %d test shapes take the direct forward and %d the direct data gradient, want 3 or more", impl, fwd, data)
+		}
+		deep := ConvShape{Batch: 32, InC: 32, InH: 34, InW: 34, OutC: 64, KH: 3, KW: 3, StrideH: 1, StrideW: 1, Groups: 1}
+		deep2 := ConvShape{Batch: 32, InC: 64, InH: 32, InW: 32, OutC: 64, KH: 3, KW: 3, StrideH: 2, StrideW: 2, Groups: 1}
+		for _, s := range []ConvShape{deep, deep2} {
+			_, fok := s.directForwardGeom(mr, nr)
+			_, dok := s.directDataGeom(mr, nr)
+			wok := s.directFilter()
+			if !fok || !dok || !wok {
+				t.Errorf("%s: the deep model's 3×3 layer of stride %d: direct forward %v, data gradient %v, filter gradient %v", impl, s.StrideH, fok, dok, wok)
+			}
+		}
 	})
 }
 
@@ -538,7 +636,9 @@ func TestConvArenaWork(t *testing.T) {
 			if err := ConvForward(s, y2, x, w, nil, big); err != nil {
 				t.Fatal(err)
 			}
-			if tail := big[s.WorkSize():]; Impl() != "ref" && len(tail) > 0 && !slices.ContainsFunc(tail, func(v float32) bool { return v == v }) {
+			_, mr, nr := convDirectKernel()
+			_, direct := s.directForwardGeom(mr, nr)
+			if tail := big[s.WorkSize():]; Impl() != "ref" && !direct && len(tail) > 0 && !slices.ContainsFunc(tail, func(v float32) bool { return v == v }) {
 				t.Errorf("%+v: the SGEMM packing space of ArenaWorkSize was not used", s)
 			}
 			if err := ConvBackwardData(s, dx1, dy, w, small); err != nil {

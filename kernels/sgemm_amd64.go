@@ -11,7 +11,7 @@ import (
 func sgemmArchTiles() []sgemmTile {
 	ts := make([]sgemmTile, len(asm.SgemmTilesAMD64))
 	for i, t := range asm.SgemmTilesAMD64 {
-		ts[i] = sgemmTile{name: t.Name, isa: t.ISA, mr: t.MR, nr: t.NR, micro: t.Kernel}
+		ts[i] = sgemmTile{name: t.Name, isa: t.ISA, mr: t.MR, nr: t.NR, micro: t.Kernel, direct: t.Direct, directA: t.DirectA}
 	}
 	return ts
 }

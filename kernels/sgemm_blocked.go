@@ -31,6 +31,8 @@ type sgemmMicro func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
 // first kc block only; later blocks accumulate (beta = 1).
 type sgemmBlocked struct {
 	micro      sgemmMicro
+	direct     sgemmDirectFn  // the tile's direct twin (conv_direct.go), or nil
+	directA    sgemmDirectAFn // the tile's direct-A twin, or nil
 	mr, nr     int
 	kc, mc, nc int
 

@@ -27,10 +27,12 @@ const SgemmTileEnvVar = "CAPSTAN_SGEMM_TILE"
 
 // sgemmTile is one micro-kernel the blocked driver can run.
 type sgemmTile struct {
-	name   string // e.g. "avx512-8x32"
-	isa    string // the implementation that provides it: "avx2", "avx512"
-	mr, nr int
-	micro  sgemmMicro
+	name    string // e.g. "avx512-8x32"
+	isa     string // the implementation that provides it: "avx2", "avx512"
+	mr, nr  int
+	micro   sgemmMicro
+	direct  sgemmDirectFn  // nil when the tile has no direct twin
+	directA sgemmDirectAFn // nil when the tile has no direct-A twin
 }
 
 // sgemmTiles lists the tiles of this build, set by the architecture file
@@ -220,7 +222,9 @@ func sgemmChoose(isa string, override *sgemmChoice, table []sgemmCPU, vendor cpu
 // newSgemmFromChoice returns the blocked driver of c (whose tile exists).
 func newSgemmFromChoice(c sgemmChoice) *sgemmBlocked {
 	t, _ := sgemmFindTile(c.tile)
-	return newSgemmBlocked(t.micro, t.mr, t.nr, c.kc, c.mc, c.nc)
+	g := newSgemmBlocked(t.micro, t.mr, t.nr, c.kc, c.mc, c.nc)
+	g.direct, g.directA = t.direct, t.directA
+	return g
 }
 
 // sgemmForISA returns the blocked driver implementation isa registers on

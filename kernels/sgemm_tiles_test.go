@@ -77,9 +77,9 @@ func withSgemmTiles(ts []sgemmTile, f func()) {
 
 // fakeSgemmTiles are portable tiles for the tests of parsing and choice.
 var fakeSgemmTiles = []sgemmTile{
-	{"avx2-4x4", "avx2", 4, 4, sgemmMicroGo},
-	{"avx2-8x8", "avx2", 8, 8, sgemmMicroGo},
-	{"avx512-4x4", "avx512", 4, 4, sgemmMicroGo},
+	{"avx2-4x4", "avx2", 4, 4, sgemmMicroGo, nil, nil},
+	{"avx2-8x8", "avx2", 8, 8, sgemmMicroGo, nil, nil},
+	{"avx512-4x4", "avx512", 4, 4, sgemmMicroGo, nil, nil},
 }
 
 func TestParseSgemmChoice(t *testing.T) {

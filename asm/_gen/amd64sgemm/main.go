@@ -164,8 +164,48 @@ func paramAddr(c *build.Context, name string) operand.Mem {
 
 func mem(base reg.Register, disp int) operand.Mem { return operand.Mem{Base: base, Disp: disp} }
 
-// kernel emits the micro-kernel of t into c.
-func kernel(c *build.Context, t tile) error {
+// directName returns the exported Go name of t's direct kernel, e.g.
+// SgemmDirect8x32AVX512.
+func (t tile) directName() string {
+	return fmt.Sprintf("SgemmDirect%dx%d%s", t.mr, t.nr, t.isa.suffix)
+}
+
+// directAName returns the exported Go name of t's kernel with A read in
+// place, e.g. SgemmDirectA8x32AVX512.
+func (t tile) directAName() string {
+	return fmt.Sprintf("SgemmDirectA%dx%d%s", t.mr, t.nr, t.isa.suffix)
+}
+
+// lower returns the unexported name of the assembly body of an exported
+// kernel name.
+func lower(name string) string { return "s" + name[1:] }
+
+// maxDirectAMR is the largest mr of a kernel with A read in place: its mr
+// row offsets take one general register each.
+const maxDirectAMR = 8
+
+// mode says where a micro-kernel reads its operands.
+type mode int
+
+const (
+	packed  mode = iota // A and B packed panels
+	directB             // B row p at b[offs[p]:] (kernels/conv_direct.go)
+	directA             // A row i at a[aoffs[i]:], B packed
+)
+
+// offRegs hold the B row offsets of the unrolled steps of a directB kernel.
+var offRegs = []reg.Register{reg.R10, reg.R11, reg.R12, reg.R13}
+
+// aRegs hold the A row offsets of a directA kernel.
+var aRegs = []reg.Register{reg.RSI, reg.RDI, reg.R8, reg.R9, reg.R10, reg.R11, reg.R12, reg.R13}
+
+// kernel emits the micro-kernel of t into c in mode md: the packed one;
+// its directB twin, whose B row p is not the packed b[p*nr:] but the nr
+// consecutive values at b[offs[p]:] (offs []int32), so that a
+// convolution's forward reads its input in place; or its directA twin,
+// whose A row i is the kc consecutive values at a[aoffs[i]:], so that a
+// convolution's filter gradient reads its input in place.
+func kernel(c *build.Context, t tile, md mode) error {
 	l, err := plan(t)
 	if err != nil {
 		return err
@@ -173,17 +213,36 @@ func kernel(c *build.Context, t tile) error {
 	w, mr, nr, nv := t.isa.width, t.mr, t.nr, t.nr/t.isa.width
 	vb := 4 * w // bytes per vector
 
-	c.Function(t.asmName())
+	switch md {
+	case packed:
+		c.Function(t.asmName())
+		c.SignatureExpr("func(kc int, a, b, c []float32, ldc int, alpha, beta float32)")
+		c.Doc(fmt.Sprintf("%s is the %s body of %s: lengths are not checked.", t.asmName(), t.isa.desc, t.name()))
+	case directB:
+		c.Function(lower(t.directName()))
+		c.SignatureExpr("func(kc int, a, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32)")
+		c.Doc(fmt.Sprintf("%s is the %s tile of %s: lengths and offsets are not checked.", lower(t.directName()), t.isa.desc, t.directName()))
+	case directA:
+		c.Function(lower(t.directAName()))
+		c.SignatureExpr("func(kc int, a []float32, aoffs []int32, b, c []float32, ldc int, alpha, beta float32)")
+		c.Doc(fmt.Sprintf("%s is the %s tile of %s: lengths and offsets are not checked.", lower(t.directAName()), t.isa.desc, t.directAName()))
+	}
 	c.Attributes(attr.NOSPLIT)
-	c.SignatureExpr("func(kc int, a, b, c []float32, ldc int, alpha, beta float32)")
 	c.Pragma("noescape")
-	c.Doc(fmt.Sprintf("%s is the %s body of %s: lengths are not checked.", t.asmName(), t.isa.desc, t.name()))
 
 	kc, ap, bp, cp, ldc := reg.RCX, reg.RAX, reg.RBX, reg.RDI, reg.RDX
-	row, n4 := reg.R8, reg.R9
+	row, n4, op := reg.R8, reg.R9, reg.RSI
+	if md == directA {
+		// The A offsets take SI, DI, R8-R13: C's pointer and stride are
+		// loaded again for the store, and the k loop counts in DX.
+		n4 = reg.RDX
+	}
 	c.Load(c.Param("kc"), kc)
 	c.Load(c.Param("a").Base(), ap)
 	c.Load(c.Param("b").Base(), bp)
+	if md == directB {
+		c.Load(c.Param("offs").Base(), op)
+	}
 	c.Load(c.Param("c").Base(), cp)
 	c.Load(c.Param("ldc"), ldc)
 	c.Comment(fmt.Sprintf("%d×%d tile: %d accumulators, %d B vectors, %d broadcast registers", mr, nr, mr*nv, nv, len(l.bc)))
@@ -205,13 +264,31 @@ func kernel(c *build.Context, t tile) error {
 			c.ADDQ(ldc, row)
 		}
 	}
+	if md == directA {
+		c.Comment("The offsets of the A rows.")
+		c.Load(c.Param("aoffs").Base(), reg.RDX) // C's stride is done with until the store
+		for i := range mr {
+			c.MOVLQSX(mem(reg.RDX, 4*i), aRegs[i])
+		}
+	}
 
 	step := func(u int) {
-		for v, r := range l.b {
-			c.VMOVUPS(mem(bp, u*nr*4+v*vb), r)
+		if md == directB {
+			o := offRegs[u]
+			c.MOVLQSX(mem(op, 4*u), o)
+			for v, r := range l.b {
+				c.VMOVUPS(operand.Mem{Base: bp, Index: o, Scale: 4, Disp: v * vb}, r)
+			}
+		} else {
+			for v, r := range l.b {
+				c.VMOVUPS(mem(bp, u*nr*4+v*vb), r)
+			}
 		}
 		for i := range mr {
 			a := mem(ap, (u*mr+i)*4)
+			if md == directA {
+				a = operand.Mem{Base: ap, Index: aRegs[i], Scale: 4, Disp: u * 4}
+			}
 			if l.bc == nil {
 				for v, r := range l.b {
 					c.VFMADD231PS_BCST(a, r, l.acc[i][v])
@@ -225,6 +302,20 @@ func kernel(c *build.Context, t tile) error {
 			}
 		}
 	}
+	// advance moves the operands on by steps k steps.
+	advance := func(steps int) {
+		switch md {
+		case packed:
+			c.ADDQ(operand.U32(steps*mr*4), ap)
+			c.ADDQ(operand.U32(steps*nr*4), bp)
+		case directB:
+			c.ADDQ(operand.U32(steps*mr*4), ap)
+			c.ADDQ(operand.U32(steps*4), op)
+		case directA:
+			c.ADDQ(operand.U32(steps*4), ap)
+			c.ADDQ(operand.U32(steps*nr*4), bp)
+		}
+	}
 
 	c.Comment(fmt.Sprintf("k loop, unrolled by %d.", unroll))
 	c.MOVQ(kc, n4)
@@ -234,8 +325,7 @@ func kernel(c *build.Context, t tile) error {
 	for u := range unroll {
 		step(u)
 	}
-	c.ADDQ(operand.U32(unroll*mr*4), ap)
-	c.ADDQ(operand.U32(unroll*nr*4), bp)
+	advance(unroll)
 	c.DECQ(n4)
 	c.JNZ(operand.LabelRef("loop"))
 
@@ -244,12 +334,16 @@ func kernel(c *build.Context, t tile) error {
 	c.JZ(operand.LabelRef("store"))
 	c.Label("tailloop")
 	step(0)
-	c.ADDQ(operand.U32(mr*4), ap)
-	c.ADDQ(operand.U32(nr*4), bp)
+	advance(1)
 	c.DECQ(kc)
 	c.JNZ(operand.LabelRef("tailloop"))
 
 	c.Label("store")
+	if md == directA {
+		c.Load(c.Param("c").Base(), cp)
+		c.Load(c.Param("ldc"), ldc)
+		c.SHLQ(operand.U8(2), ldc)
+	}
 	// alpha and beta take the first two registers after the accumulators.
 	alpha, beta := t.isa.vec(mr*nv), t.isa.vec(mr*nv+1)
 	c.VBROADCASTSS(paramAddr(c, "alpha"), alpha)
@@ -380,9 +474,14 @@ var generatedBy = []string{"go", "run", "./amd64sgemm", "(asm/_gen),", "see", "a
 func run(out, stubs, tilesOut string) error {
 	c := build.NewContext()
 	c.ConstraintExpr("amd64,!noasm")
-	for _, t := range tiles {
-		if err := kernel(c, t); err != nil {
-			return err
+	for _, md := range []mode{packed, directB, directA} {
+		for _, t := range tiles {
+			if md == directA && t.mr > maxDirectAMR {
+				continue
+			}
+			if err := kernel(c, t, md); err != nil {
+				return err
+			}
 		}
 	}
 	packA8(c)
@@ -418,18 +517,15 @@ func tilesFile(cfg printer.Config) ([]byte, error) {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("// %s\n\n//go:build amd64 && !noasm\n\npackage asm\n", cfg.GeneratedWarning())
-	for _, t := range tiles {
-		mr, nr := t.mr, t.nr
-		p("\n// %s computes one %d×%d tile of C from packed panels with\n", t.name(), mr, nr)
-		p("// %s: a holds kc·%d values (a[p*%d+i] is row i of step p), b holds kc·%d\n", t.isa.desc, mr, mr, nr)
-		p("// values (b[p*%d+j]), and c at least %d·ldc+%d values. It panics with a\n", nr, mr-1, nr)
-		p("// BoundsError if a slice is too short, kc or ldc is negative or ldc < %d.\n", nr)
+	// loop prints the Go loop a kernel is equivalent to, over rows and
+	// cols with the product term of step p.
+	loop := func(rows, cols, term string) {
 		p("// It is equivalent to\n//\n")
-		p("//\tfor i := 0; i < %d; i++ {\n", mr)
-		p("//\t\tfor j := 0; j < %d; j++ {\n", nr)
+		p("//\tfor i := 0; i < %s; i++ {\n", rows)
+		p("//\t\tfor j := 0; j < %s; j++ {\n", cols)
 		p("//\t\t\tvar s float32\n")
 		p("//\t\t\tfor p := 0; p < kc; p++ {\n")
-		p("//\t\t\t\ts += a[p*%d+i] * b[p*%d+j]\n", mr, nr)
+		p("//\t\t\t\ts += %s\n", term)
 		p("//\t\t\t}\n")
 		p("//\t\t\tif beta == 0 {\n")
 		p("//\t\t\t\tc[i*ldc+j] = alpha * s // c not read\n")
@@ -438,10 +534,56 @@ func tilesFile(cfg printer.Config) ([]byte, error) {
 		p("//\t\t\t}\n")
 		p("//\t\t}\n")
 		p("//\t}\n")
-		p("//\n// with every sum a chain of fused multiply-adds in the order of p.\n")
+		p("//\n// with every sum a chain of fused multiply-adds in the order of p")
+	}
+	for _, t := range tiles {
+		mr, nr := t.mr, t.nr
+		p("\n// %s computes one %d×%d tile of C from packed panels with\n", t.name(), mr, nr)
+		p("// %s: a holds kc·%d values (a[p*%d+i] is row i of step p), b holds kc·%d\n", t.isa.desc, mr, mr, nr)
+		p("// values (b[p*%d+j]), and c at least %d·ldc+%d values. It panics with a\n", nr, mr-1, nr)
+		p("// BoundsError if a slice is too short, kc or ldc is negative or ldc < %d.\n", nr)
+		loop(fmt.Sprint(mr), fmt.Sprint(nr), fmt.Sprintf("a[p*%d+i] * b[p*%d+j]", mr, nr))
+		p(".\n")
 		p("func %s(kc int, a, b, c []float32, ldc int, alpha, beta float32) {\n", t.name())
 		p("\tif checkSgemmKernel(%q, %d, %d, kc, a, b, c, ldc) {\n", t.name(), mr, nr)
 		p("\t\t%s(kc, a, b, c, ldc, alpha, beta)\n\t}\n}\n", t.asmName())
+	}
+	for _, t := range tiles {
+		mr, nr := t.mr, t.nr
+		p("\n// %s computes an m×n block of C (m a multiple of %d, n of %d) with\n", t.directName(), mr, nr)
+		p("// %s, reading B in place: a holds m/%d packed panels of kc·%d values,\n", t.isa.desc, mr, mr)
+		p("// lda ≥ kc·%d apart (a[(i/%d)*lda+p*%d+i%%%d] is row i of step p), and row p\n", mr, mr, mr, mr)
+		p("// of B is the n consecutive values b[offs[p]:] (offs holds kc offsets,\n")
+		p("// none negative, and b at least max(offs)+n values). It panics with a\n")
+		p("// BoundsError on a short slice, a bad offset, stride or dimension.\n")
+		loop("m", "n", fmt.Sprintf("a[(i/%d)*lda+p*%d+i%%%d] * b[int(offs[p])+j]", mr, mr, mr))
+		p(", the\n// same bits as %s on the packed panels of the same values.\n", t.name())
+		p("func %s(m, n, kc int, a []float32, lda int, b []float32, offs []int32, c []float32, ldc int, alpha, beta float32) {\n", t.directName())
+		p("\tif !checkSgemmDirect(%q, %d, %d, m, n, kc, a, lda, b, offs, c, ldc) {\n\t\treturn\n\t}\n", t.directName(), mr, nr)
+		p("\tfor j := 0; j < n; j += %d {\n", nr)
+		p("\t\tfor i := 0; i < m; i += %d {\n", mr)
+		p("\t\t\t%s(kc, a[i/%d*lda:], b[j:], offs, c[i*ldc+j:], ldc, alpha, beta)\n", lower(t.directName()), mr)
+		p("\t\t}\n\t}\n}\n")
+	}
+	for _, t := range tiles {
+		mr, nr := t.mr, t.nr
+		if mr > maxDirectAMR {
+			continue
+		}
+		p("\n// %s computes an m×n block of C (m a multiple of %d, n of %d) with\n", t.directAName(), mr, nr)
+		p("// %s, reading A in place: row i of A is the kc consecutive values\n", t.isa.desc)
+		p("// a[aoffs[i]:] (aoffs holds m offsets, none negative, and a at least\n")
+		p("// max(aoffs)+kc values), and b holds n/%d packed panels of kc·%d values,\n", nr, nr)
+		p("// ldb ≥ kc·%d apart (b[(j/%d)*ldb+p*%d+j%%%d] is column j of step p). It\n", nr, nr, nr, nr)
+		p("// panics with a BoundsError on a short slice, a bad offset, stride or\n// dimension.\n")
+		loop("m", "n", fmt.Sprintf("a[int(aoffs[i])+p] * b[(j/%d)*ldb+p*%d+j%%%d]", nr, nr, nr))
+		p(", the\n// same bits as %s on the packed panels of the same values.\n", t.name())
+		p("func %s(m, n, kc int, a []float32, aoffs []int32, b []float32, ldb int, c []float32, ldc int, alpha, beta float32) {\n", t.directAName())
+		p("\tif !checkSgemmDirectA(%q, %d, %d, m, n, kc, a, aoffs, b, ldb, c, ldc) {\n\t\treturn\n\t}\n", t.directAName(), mr, nr)
+		p("\tfor j := 0; j < n; j += %d {\n", nr)
+		p("\t\tfor i := 0; i < m; i += %d {\n", mr)
+		p("\t\t\t%s(kc, a, aoffs[i:], b[j/%d*ldb:], c[i*ldc+j:], ldc, alpha, beta)\n", lower(t.directAName()), nr)
+		p("\t\t}\n\t}\n}\n")
 	}
 	p("\n// SgemmPackA8AVX2 packs 8 rows of a row-major matrix into one 8-row panel\n")
 	p("// of a micro-kernel with MR = 8: dst[p*8+i] = a[i*lda+p] for i < 8, p < kc.\n")
@@ -458,7 +600,11 @@ func tilesFile(cfg printer.Config) ([]byte, error) {
 	for _, want := range []string{"avx2", "avx512"} {
 		for _, t := range tiles {
 			if t.isa.name == want {
-				p("\t{Name: %q, ISA: %q, MR: %d, NR: %d, Kernel: %s},\n", t.id(), t.isa.name, t.mr, t.nr, t.name())
+				da := "nil"
+				if t.mr <= maxDirectAMR {
+					da = t.directAName()
+				}
+				p("\t{Name: %q, ISA: %q, MR: %d, NR: %d, Kernel: %s, Direct: %s, DirectA: %s},\n", t.id(), t.isa.name, t.mr, t.nr, t.name(), t.directName(), da)
 			}
 		}
 	}
