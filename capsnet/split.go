@@ -14,6 +14,16 @@ import (
 // of the NCHW output are contiguous at batch 1), so every output element is
 // computed as by the whole convolution, with the same bits.
 
+// convSplitMinFLOPs is the work (FLOPs at batch 1) below which a
+// convolution stays whole with SetConvThreads(2): handing half of it to
+// the helper goroutine and waiting for it cost more than the half saved.
+// The deep model's convolutions (3.6 to 38 MFLOP) split ran slower on two
+// threads than on one, on Zen 4 (1.28 against 1.22 ms) and on Zen 5 with
+// the direct convolutions (0.97 against 0.75 ms, `./build.sh benchcmp`,
+// n = 6); Sabour's primary capsules (382 MFLOP) split ran 1.5× faster.
+// (A variable for the tests.)
+var convSplitMinFLOPs = 5e7
+
 // convSplit is the second half of one convolution's output channels.
 type convSplit struct {
 	lo       int               // first output channel of the second half
@@ -38,7 +48,8 @@ func (h *helper) loop() {
 
 // SetConvThreads sets the threads that compute each convolution of an
 // inference Net of batch 1: 1 (the default) or 2, the output channels split
-// in two halves (convolutions of fewer than 16 output channels stay whole).
+// in two halves (convolutions of fewer than 16 output channels or 50
+// MFLOP stay whole: the deep model's all do).
 // With 2 the Net starts a goroutine, which Close stops, and allocates the
 // second halves' scratch once, here; Forward still allocates nothing. The
 // results are bit for bit those of 1 thread.
@@ -57,7 +68,7 @@ func (n *Net) SetConvThreads(threads int) error {
 		return nil
 	}
 	for _, L := range n.convs {
-		if L.split != nil || L.sh.OutC < 16 || L.sh.Groups != 1 {
+		if L.split != nil || L.sh.OutC < 16 || L.sh.Groups != 1 || L.sh.FLOPs() < convSplitMinFLOPs {
 			continue
 		}
 		lo := (L.sh.OutC/2 + 7) / 8 * 8 // a multiple of the SGEMM tiles' rows

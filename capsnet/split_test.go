@@ -8,8 +8,12 @@ import (
 
 // TestConvThreads checks a batch-1 inference Net on two conv threads
 // against one thread, bit for bit, on both paper models; that it does not
-// allocate; and the refusals.
+// allocate; and the refusals. TestConvSplitWork checks which convolutions
+// split by default.
 func TestConvThreads(t *testing.T) {
+	// Every convolution of 16 channels or more is split, whatever its work.
+	defer func(f float64) { convSplitMinFLOPs = f }(convSplitMinFLOPs)
+	convSplitMinFLOPs = 0
 	for _, preset := range []string{"deep", "sabour"} {
 		p, err := NewParams(Presets()[preset])
 		if err != nil {
@@ -89,6 +93,35 @@ func TestConvThreads(t *testing.T) {
 	}{{train1, 2, "inference Net of batch 1"}, {inf2, 2, "batch 2"}, {inf2, 3, "want 1 or 2"}, {inf2, 0, "want 1 or 2"}} {
 		if err := c.n.SetConvThreads(c.threads); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("SetConvThreads(%d): %v, want an error mentioning %q", c.threads, err, c.want)
+		}
+	}
+}
+
+// TestConvSplitWork checks the default policy of SetConvThreads(2): the
+// deep model's convolutions (at most 38 MFLOP at batch 1) stay whole,
+// Sabour's primary capsules (382 MFLOP) split.
+func TestConvSplitWork(t *testing.T) {
+	for preset, want := range map[string]int{"deep": 0, "sabour": 1} {
+		p, err := NewParams(Presets()[preset])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := NewInferenceNet(p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.SetConvThreads(2); err != nil {
+			t.Fatal(err)
+		}
+		split := 0
+		for _, L := range n.convs {
+			if L.split != nil {
+				split++
+			}
+		}
+		n.Close()
+		if split != want {
+			t.Errorf("%s: %d convolutions split, want %d", preset, split, want)
 		}
 	}
 }
