@@ -123,8 +123,17 @@ func (s ConvShape) directPhases() (st, hp, wp int, ok bool) {
 	if s.OutH() <= 0 || s.OutW() <= 0 {
 		return 0, 0, 0, false
 	}
+	// The offsets are int32: keep every plane set of an image (input,
+	// phases, wide dY) far below 2³¹ values.
+	if hw := s.InH * s.InW; max(s.InC, s.OutC) > convDirectMaxPlanes/hw {
+		return 0, 0, 0, false
+	}
 	return st, (s.InH + st - 1) / st, (s.InW + st - 1) / st, true
 }
+
+// convDirectMaxPlanes bounds InC·InH·InW and OutC·InH·InW of a shape on
+// the direct path (its int32 offsets then stay below 2³⁰).
+const convDirectMaxPlanes = 1 << 27
 
 // directForwardGeom is the forward's geometry, ok false where the direct
 // path does not apply (directPhases), would throw away more than
@@ -143,8 +152,9 @@ func (s ConvShape) directForwardGeom(mr, nr int) (g directGeom, ok bool) {
 
 // directDataGeom is the data gradient's geometry: the conditions of
 // directPhases, at most convDirectMaxWaste of the tiles' rows (input
-// channels) thrown away, and at most convDirectMaxA weights. (On the deep model's first layer, one input
-// channel in a tile of 8 rows ran at 17 GFLOP/s against im2col's 43.)
+// channels) thrown away, and at most convDirectMaxA weights. (On the deep
+// model's first layer, one input channel in a tile of 8 rows ran at 17
+// GFLOP/s against im2col's 43.)
 func (s ConvShape) directDataGeom(mr, nr int) (g directGeom, ok bool) {
 	st, hp, wp, ok := s.directPhases()
 	if !ok || mr <= 0 || nr <= 0 {
