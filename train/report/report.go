@@ -112,7 +112,8 @@ type Input struct {
 	// layers show their MaxNodes largest norms (0: DefaultMaxNodes).
 	MaxNodes int
 	// MaxColumns caps the step columns of a telemetry heatmap: steps are
-	// max-pooled into at most this many (0: DefaultMaxColumns).
+	// max-pooled into at most this many (0: DefaultMaxColumns), and never
+	// more than the figure draws one pixel each (496).
 	MaxColumns int
 	// DarkNorm is the threshold of the telemetry's dark capsules: those
 	// whose largest norm over the batch stayed below it for at least the
@@ -124,7 +125,7 @@ type Input struct {
 const (
 	DefaultEdgeMin    = 0.05
 	DefaultMaxNodes   = 32
-	DefaultMaxColumns = 600
+	DefaultMaxColumns = 480
 )
 
 // section is one part of the page.

@@ -235,8 +235,8 @@ func TestWrite(t *testing.T) {
 	}
 	// Two identical models: std 0, printed without ±; Table 1 of two rows.
 	for _, want := range []string{"<td>primary → caps.0</td>", "<td>caps.0 → caps.1</td>", "top 32 of 40", "label 3", "predicted 5 (wrong)",
-		"rotation 30°", "shear 30°", "@font-face", "data:font/ttf;base64,", "Largest capsule norm", "log₁₀ ‖∂L_m/∂W[j,i]‖", "max-pooled into 600 column(s) of 2.5 step(s)",
-		`preserveAspectRatio="none"`, `style="image-rendering:auto"`, "reconstructions", "perturbations",
+		"rotation 30°", "shear 30°", "@font-face", "data:font/ttf;base64,", "Largest capsule norm", "log₁₀ ‖∂L_m/∂W[j,i]‖", "max-pooled into 480 column(s) of 3.12 step(s)",
+		`preserveAspectRatio="none"`, "reconstructions", "perturbations",
 		// capsule 2 of every layer dies at step 300: dark since then, the only one
 		"Capsules dark at the end of training", "<td>primary</td><td>1/40</td><td>2: step 300 (epoch 1, peak 0)</td>",
 		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged record(s)",

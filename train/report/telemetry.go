@@ -90,6 +90,9 @@ func (p pooling) pool(g figure.Grid, recs []telemetry.Record, value func(r *tele
 	}
 }
 
+// telemetryWidth is the width of the telemetry heatmaps in points.
+const telemetryWidth = 620
+
 // writeTelemetry draws the appendix figures: per capsule layer the
 // largest norm of every capsule per step, per routing layer the margin
 // loss's gradient norm of every votes matrix W[j,i] per step.
@@ -104,7 +107,10 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		return nil
 	}
 	recs := t.Records
-	p := newPooling(recs, in.MaxColumns)
+	// At most the columns the figure draws one pixel each: pooled here,
+	// by max as the caption says, not averaged again by the figure.
+	cols, _ := figure.HeatmapCells(telemetryWidth, 0)
+	p := newPooling(recs, min(in.MaxColumns, cols))
 	ls := t.Header.Layers
 	telemetryIntro(b, t, p)
 	b.WriteString("<h3>Largest capsule norm over the batch, per step</h3>\n<div class=\"row\">\n")
@@ -115,7 +121,7 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		_, hi := figure.ZRange(g.Values)
 		h := vg.Length(math.Min(math.Max(float64(L.N)*5+90, 180), 420))
 		svg, err := figure.Heatmap{Title: fmt.Sprintf("max norm, %s (%d capsules)", L.Name, L.N), XLabel: "step", YLabel: "capsule", BarLabel: "max norm",
-			Grid: g, Min: 0, Max: math.Max(hi, 1e-6), Width: 620, Height: h}.SVG()
+			Grid: g, Min: 0, Max: math.Max(hi, 1e-6), Width: telemetryWidth, Height: h}.SVG()
 		if err != nil {
 			return err
 		}
@@ -199,7 +205,7 @@ func gradHeatmap(b *strings.Builder, recs []telemetry.Record, ls []telemetry.Lay
 	h := vg.Length(math.Min(math.Max(float64(rows)*3+90, 200), 460))
 	what := fmt.Sprintf("%s → %s", ls[l-1].Name, ls[l].Name)
 	svg, err := figure.Heatmap{Title: "log₁₀ ‖∂L_m/∂W[j,i]‖, " + what, XLabel: "step", YLabel: ylabel, BarLabel: "log₁₀ gradient norm",
-		Grid: g, Min: lo, Max: hi, Width: 620, Height: h}.SVG()
+		Grid: g, Min: lo, Max: hi, Width: telemetryWidth, Height: h}.SVG()
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
 package figure
 
 import (
+	"bytes"
+	"encoding/base64"
+	"image/png"
 	"math"
 	"strings"
 	"testing"
@@ -55,9 +58,52 @@ func TestHeatmap(t *testing.T) {
 	if !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, `preserveAspectRatio="none"`) || strings.Contains(svg, "image-rendering:auto") {
 		t.Errorf("heatmap svg: %.200s…", svg)
 	}
-	h.Grid, h.Diverging = NewGrid(400, 3), false
-	if svg, err = h.SVG(); err != nil || !strings.Contains(svg, `style="image-rendering:auto"`) {
-		t.Errorf("a raster of 400 rows in 200 points: not smoothed (%v)", err)
+	// 400 rows in 200 points and 700 columns in 300: averaged down to the
+	// plot's 120 × 240 cells before drawing, never smoothed by the browser.
+	h.Grid, h.Diverging = NewGrid(400, 700), false
+	if svg, err = h.SVG(); err != nil || strings.Contains(svg, "image-rendering:auto") {
+		t.Fatalf("a raster of 400 × 700 in 300 × 200 points: %v, or left to the browser's smoothing", err)
+	}
+	i := strings.Index(svg, "base64,")
+	if i < 0 {
+		t.Fatal("no embedded raster")
+	}
+	j := strings.IndexByte(svg[i:], '"')
+	raw, err := base64.StdEncoding.DecodeString(svg[i+len("base64,") : i+j])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Width != 234 || cfg.Height != 100 {
+		t.Errorf("raster %d × %d, want 234 × 100 (700 columns in blocks of 3, 400 rows in blocks of 4)", cfg.Width, cfg.Height)
+	}
+}
+
+// TestGridPool checks the block means, the NaN of a block without a
+// Plottable value, the smaller last block and the coordinates.
+func TestGridPool(t *testing.T) {
+	g := NewGrid(3, 5)
+	for r := 0; r < 3; r++ {
+		for c := 0; c < 5; c++ {
+			g.Set(r, c, float64(10*r+c))
+		}
+	}
+	g.Set(2, 4, math.NaN())
+	p := g.Pool(2, 2)
+	if p.Rows != 2 || p.Cols != 3 {
+		t.Fatalf("pooled %d × %d, want 2 × 3", p.Rows, p.Cols)
+	}
+	want := []float64{5.5, 7.5, 9, 20.5, 22.5, math.NaN()}
+	for k, w := range want {
+		if v := p.Values[k]; v != w && !(math.IsNaN(v) && math.IsNaN(w)) {
+			t.Errorf("cell %d = %g, want %g", k, v, w)
+		}
+	}
+	if p.X(0) != 0.5 || p.X(2) != 4 || p.Y(0) != 0.5 || p.Y(1) != 2 {
+		t.Errorf("coordinates x %g %g, y %g %g; want 0.5 4, 0.5 2", p.X(0), p.X(2), p.Y(0), p.Y(1))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
@@ -104,6 +103,13 @@ func (h Heatmap) SVG() (svg string, err error) {
 	if !Plottable(h.Min) || !Plottable(h.Max) || !(h.Max > h.Min) {
 		h.Min, h.Max = ZRange(h.Grid.Values)
 	}
+	// Every raster pixel is drawn sharp (image-rendering: pixelated), so
+	// that a dark capsule's row stays a row: a Grid of more rows or
+	// columns than the plot has room for is averaged down first, not left
+	// to the browser's smoothing, which blurs rows into their neighbours.
+	if mc, mr := HeatmapCells(h.Width, h.Height); h.Grid.Cols > mc || h.Grid.Rows > mr {
+		h.Grid = h.Grid.Pool((h.Grid.Rows+mr-1)/mr, (h.Grid.Cols+mc-1)/mc)
+	}
 	var cm palette.ColorMap = moreland.ExtendedBlackBody()
 	if h.Diverging {
 		cm = moreland.SmoothBlueRed()
@@ -140,13 +146,54 @@ func (h Heatmap) SVG() (svg string, err error) {
 		p.Draw(draw.Crop(c, 0, -barW, 0, 0))
 		cb.Draw(draw.Crop(c, w-barW+8, 0, 28, -22))
 	})
-	// Pixels stay sharp when enlarged, but a raster of more rows or
-	// columns than the plot has points is averaged, not decimated: a
-	// dead capsule's row must not drop out.
-	if float64(h.Grid.Rows) > 0.6*float64(h.Height) || float64(h.Grid.Cols) > 0.8*float64(w) {
-		svg = strings.Replace(svg, "<image ", `<image style="image-rendering:auto" `, 1)
-	}
 	return svg, err
+}
+
+// HeatmapCells returns the most columns and rows a Heatmap of width w and
+// height h draws one raster pixel each (about its plot area in points):
+// a Grid with more is averaged in blocks down to these (Grid.Pool) before
+// it is drawn.
+func HeatmapCells(w, h vg.Length) (cols, rows int) {
+	return max(1, int(0.8*float64(w))), max(1, int(0.6*float64(h)))
+}
+
+// Pool returns g averaged in blocks of fr rows × fc columns (the last
+// block of each axis may be smaller): each cell is the mean of the block's
+// Plottable values (NaN when it has none), at the mean coordinate of its
+// rows and columns.
+func (g Grid) Pool(fr, fc int) Grid {
+	fr, fc = max(1, fr), max(1, fc)
+	rows, cols := (g.Rows+fr-1)/fr, (g.Cols+fc-1)/fc
+	p := NewGrid(rows, cols)
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			var sum float64
+			n := 0
+			for i := r * fr; i < min(g.Rows, (r+1)*fr); i++ {
+				for j := c * fc; j < min(g.Cols, (c+1)*fc); j++ {
+					if v := g.Z(j, i); Plottable(v) {
+						sum += v
+						n++
+					}
+				}
+			}
+			v := math.NaN()
+			if n > 0 {
+				v = sum / float64(n)
+			}
+			p.Set(r, c, v)
+		}
+	}
+	mean := func(f func(int) float64, lo, hi int) float64 {
+		var s float64
+		for i := lo; i < hi; i++ {
+			s += f(i)
+		}
+		return s / float64(hi-lo)
+	}
+	p.ColX = func(c int) float64 { return mean(g.X, c*fc, min(g.Cols, (c+1)*fc)) }
+	p.RowY = func(r int) float64 { return mean(g.Y, r*fr, min(g.Rows, (r+1)*fr)) }
+	return p
 }
 
 // rasterHeat is a rasterized heatmap without gonum's glyph box per cell
