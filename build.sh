@@ -4,7 +4,9 @@
 #   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
 #                      forced AVX2 on AVX-512 machines, every fuzz target for 100000 executions,
 #                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium,
-#                      int8 inference under qemu; in CI (CI set) also the Slurm cluster test
+#                      int8 inference under qemu, python/capstan_torch.py against the engine
+#                      (python3-torch; skipped without it outside CI); in CI (CI set) also the
+#                      Slurm cluster test
 #   ./build.sh cross   go build ./... for linux/arm64, then static (no cgo), stripped, -trimpath
 #                      linux/arm64 binaries of tools/infer, tools/quantize and tools/train in
 #                      bin/linux-arm64/ (emptied first; git ignores bin/), each one's size printed,
@@ -188,6 +190,7 @@ cmd_test() {
 			say "SKIPPED arm64 tests: qemu-aarch64-static is missing and could not be installed (run: apt-get install qemu-user-static)"
 		fi
 	fi
+	torch_module_test
 	if [ -n "${CI:-}" ]; then
 		say "Slurm cluster test (.ci/cluster-test.sh: the tiny sweep as an array job, one task preempted and requeued)"
 		.ci/cluster-test.sh || die "the Slurm cluster test failed or could not run (exit $?; CI runs it as root with apt-get)"
@@ -195,6 +198,35 @@ cmd_test() {
 		say "SKIPPED the Slurm cluster test outside CI (it installs and starts Slurm as root: ./build.sh cluster-test)"
 	fi
 	say "all tests passed"
+}
+
+# torch_python prints a python3 that imports torch (Debian's /usr/bin/python3
+# with python3-torch first, then python3 on PATH), or returns 1.
+torch_python() {
+	local py
+	for py in /usr/bin/python3 python3; do
+		if command -v "$py" >/dev/null 2>&1 && "$py" -c 'import torch' >/dev/null 2>&1; then
+			command -v "$py"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# torch_module_test runs python/test_capstan_torch.py: tiny models trained
+# by the engine, loaded in PyTorch by python/capstan_torch.py and compared
+# with tools/dump, then written back from PyTorch and compared again. It
+# needs python3-torch: skipped without it, an error in CI (.ci/run
+# installs it).
+torch_module_test() {
+	local py
+	if ! py=$(torch_python); then
+		[ -z "${CI:-}" ] || die "python3-torch is missing: the PyTorch module's test cannot run (apt-get install python3-torch)"
+		say "SKIPPED the PyTorch module's test (python/test_capstan_torch.py): no python3 imports torch (run: apt-get install python3-torch)"
+		return 0
+	fi
+	say "PyTorch module (python/capstan_torch.py) against the engine, there and back ($py)"
+	"$py" python/test_capstan_torch.py
 }
 
 # int8_under_qemu trains the default model (sabour-small) and the paper's
