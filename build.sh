@@ -4,11 +4,12 @@
 #   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
 #                      forced AVX2 on AVX-512 machines, every fuzz target for 100000 executions,
 #                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium,
-#                      int8 inference under qemu, python/capstan_torch.py against the engine
-#                      (python3-torch; skipped without it outside CI); in CI (CI set) also the
-#                      Slurm cluster test
+#                      int8 inference and the parse-tree analysis (capstan analyze) under qemu,
+#                      python/capstan_torch.py against the engine (python3-torch; skipped without it
+#                      outside CI); in CI (CI set) also the Slurm cluster test
 #   ./build.sh cross   go build ./... for linux/arm64, then static (no cgo), stripped, -trimpath
-#                      linux/arm64 binaries of tools/infer, tools/quantize and tools/train in
+#                      linux/arm64 binaries of tools/capstan (every command in one binary),
+#                      tools/infer, tools/quantize and tools/train in
 #                      bin/linux-arm64/ (emptied first; git ignores bin/), each one's size printed,
 #                      a missing tool named and skipped
 #   ./build.sh cluster-test
@@ -184,6 +185,7 @@ cmd_test() {
 					grep -E 'path=|^(ok|FAIL|---)'
 			done
 			int8_under_qemu
+			analyze_under_qemu
 		elif [ -n "${CI:-}" ]; then
 			die "qemu-aarch64-static is missing and could not be installed: arm64 tests cannot run (apt-get install qemu-user-static)"
 		else
@@ -266,6 +268,63 @@ int8_under_qemu() (
 	done
 )
 
+# compare_tables NATIVE.json OTHER.json compares the "Tables" of two
+# capstan analyze -json files line by line (both pretty-printed alike):
+# the same keys and strings, each number of OTHER within 1e-4 + 1e-3 ×
+# |native| of NATIVE's. It prints the lines that differ beyond that and
+# how many numbers differ within it, and fails on a difference.
+compare_tables() {
+	local a b
+	a=$(sed -n '/^  "Tables": {$/,/^  },\{0,1\}$/p' "$1")
+	b=$(sed -n '/^  "Tables": {$/,/^  },\{0,1\}$/p' "$2")
+	[ -n "$a" ] || { echo "  no \"Tables\" in $1" >&2; return 1; }
+	[ "$(wc -l <<<"$a")" = "$(wc -l <<<"$b")" ] || { echo "  Tables 1-2: $(wc -l <<<"$a") JSON lines in $1, $(wc -l <<<"$b") in $2" >&2; return 1; }
+	paste -d '\t' <(echo "$a") <(echo "$b") | awk -F '\t' '
+		function val(s) { sub(/^[^:]*: */, "", s); sub(/,$/, "", s); return s }
+		function key(s) { sub(/:.*/, "", s); return s }
+		$1 == $2 { next }
+		{
+			x = val($1); y = val($2); re = "^-?[0-9.]+([eE][-+]?[0-9]+)?$"
+			if (key($1) == key($2) && x ~ re && y ~ re) {
+				d = x - y; if (d < 0) d = -d; m = x < 0 ? -x : x
+				if (d <= 1e-4 + 1e-3 * m) { n++; if (d > worst) worst = d; next }
+			}
+			printf "  native %s\n  other  %s\n", $1, $2; bad++
+		}
+		END { printf "  %d number(s) differ within the tolerance (largest difference %g)\n", n, worst + 0; exit bad > 0 }'
+}
+
+# analyze_under_qemu checks the parse-tree analysis on an ARM board's
+# binary: it trains tiny-deep for 5 epochs on the embedded data (native,
+# a few seconds), runs capstan analyze on it natively and the arm64 capstan
+# (built as cmd_cross builds it: static, stripped) under qemu, each on the 1000
+# embedded test digits with -json, and compares Tables 1 and 2 (the JSON's
+# "Tables") line by line: the same keys and strings, and every number
+# within 1e-4 + 1e-3 × |native| of the native one. The NEON and AVX
+# kernels sum in different orders, so the float32 norms and couplings may
+# differ in their last bits, and a capsule whose norm lies at ε_active may
+# count as active on one and not the other (a flip moves its layer's
+# activation rate by 1/(1000·n)).
+analyze_under_qemu() (
+	say "parse-tree analysis under qemu: train tiny-deep (5 epochs, embedded), capstan analyze native and the linux/arm64 capstan under qemu"
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/capstan-analyze.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	go build -o "$tmp/" ./tools/capstan
+	# The arm64 capstan as cmd_cross builds it (static, stripped).
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -ldflags='-s -w' -o "$tmp/arm64/capstan" ./tools/capstan
+	"$tmp/capstan" train -model tiny-deep -epochs 5 -out "$tmp/run" -plain >"$tmp/train.log" 2>&1 || { cat "$tmp/train.log" >&2; exit 1; }
+	ck=$tmp/run/checkpoint.safetensors
+	"$tmp/capstan" analyze -checkpoint "$ck" -json "$tmp/native.json" >"$tmp/native.log" || { cat "$tmp/native.log" >&2; exit 1; }
+	local start=$SECONDS
+	CAPSTAN_QEMU=1 qemu-aarch64-static "$tmp/arm64/capstan" analyze -checkpoint "$ck" -json "$tmp/arm64.json" >"$tmp/arm64.log" ||
+		{ cat "$tmp/arm64.log" >&2; die "capstan analyze under qemu failed"; }
+	local secs=$((SECONDS - start))
+	compare_tables "$tmp/native.json" "$tmp/arm64.json" ||
+		die "capstan analyze: Tables 1-2 under qemu differ from native beyond 1e-4 + 1e-3 × |native|"
+	grep -A 12 '^Table 1' "$tmp/arm64.log" | sed 's/^/  arm64: /'
+	say "parse-tree analysis under qemu: Tables 1-2 of the arm64 capstan match native (qemu run ${secs}s)"
+)
+
 # fuzz_targets prints "PKGDIR NAME" for every fuzz target of the module.
 fuzz_targets() {
 	git grep -n '^func Fuzz[A-Za-z0-9_]*(f \*testing\.F)' -- '*_test.go' 2>/dev/null |
@@ -312,7 +371,8 @@ cmd_fuzz() {
 }
 
 # CROSS_TOOLS are the commands ./build.sh cross ships for an arm64 board.
-CROSS_TOOLS="infer quantize train"
+# capstan holds every command (capstan train, infer, analyze, …).
+CROSS_TOOLS="capstan infer quantize train"
 
 # cmd_cross checks that the whole module builds for linux/arm64, then
 # builds the CROSS_TOOLS that exist into bin/linux-arm64/ (emptied first,
@@ -342,6 +402,7 @@ cmd_cross() {
 	fi
 	local how=
 	[ ! -f docs/deploy-arm64.md ] || how=" (docs/deploy-arm64.md)"
+	[ ! -x "$out/capstan" ] || say "$out/capstan: every command in one binary (capstan help), static and stripped"
 	say "$built arm64 binaries in $out/: copy them to the board$how"
 }
 

@@ -14,6 +14,10 @@ type KubernetesOptions struct {
 	Image string
 	// Command is the sweep command in the image; "": "sweep".
 	Command string
+	// Args are the arguments before run when Command holds the sweep
+	// command as a subcommand (["sweep"] for the capstan binary); nil for
+	// the sweep binary itself.
+	Args []string
 	// Parallel is the most pods running at once; 0: all the tasks.
 	Parallel int
 	// Claim is the PersistentVolumeClaim holding the manifest's directory
@@ -206,7 +210,7 @@ func KubernetesJob(manifestPath string, tasks []Task, opts KubernetesOptions) ([
 					Containers: []k8sContainer{{
 						Name:         "sweep",
 						Image:        opts.Image,
-						Command:      []string{command, "run", "-manifest", abs},
+						Command:      append(append([]string{command}, opts.Args...), "run", "-manifest", abs),
 						WorkingDir:   dir,
 						Resources:    k8sResources{Requests: res, Limits: res},
 						VolumeMounts: []k8sMount{{Name: "sweep", MountPath: dir}},

@@ -89,6 +89,18 @@ func TestKubernetesJob(t *testing.T) {
 	if job.Labels["capstan.sweep/job"] != job.Name || s.Template.Labels["capstan.sweep/job"] != job.Name {
 		t.Errorf("labels %v, pod labels %v", job.Labels, s.Template.Labels)
 	}
+	// The capstan binary runs the sweep as its subcommand.
+	out, err = KubernetesJob(mp, tasks, KubernetesOptions{Image: "ghcr.io/capstan-ml/capstan:v1", Command: "capstan", Args: []string{"sweep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cj batchv1.Job
+	if err := json.Unmarshal(out, &cj); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cj.Spec.Template.Spec.Containers[0].Command, " "); got != "capstan sweep run -manifest "+mp {
+		t.Errorf("capstan: command %q", got)
+	}
 }
 
 func TestKubernetesJobErrors(t *testing.T) {

@@ -178,6 +178,10 @@ type SlurmOptions struct {
 	// Binary is the sweep command the tasks run; "": the running
 	// executable's absolute path.
 	Binary string
+	// Args are the arguments before run when Binary holds the sweep
+	// command as a subcommand (["sweep"] for the capstan binary); nil for
+	// the sweep binary itself.
+	Args []string
 	// JobName names the job ("": "sweep-" and the manifest directory's
 	// name).
 	JobName string
@@ -247,7 +251,7 @@ func parallelism(k, n int) (int, error) {
 // task saves and exits 143 two minutes before its time limit, and a
 // requeued one resumes), output appended to logs/%A_%a.out beside the
 // manifest (the directory must exist when the job starts: WriteSlurm
-// makes it), and `exec SWEEP run -manifest ABS`, the task's index from
+// makes it), and `exec SWEEP [ARGS…] run -manifest ABS`, the task's index from
 // SLURM_ARRAY_TASK_ID.
 func SlurmScript(manifestPath string, tasks []Task, opts SlurmOptions) (string, error) {
 	abs, err := absManifest(manifestPath)
@@ -323,7 +327,11 @@ func SlurmScript(manifestPath string, tasks []Task, opts SlurmOptions) (string, 
 	b.WriteString("# exit 143; a requeued task resumes from its checkpoint, a finished one exits 0 at once.\n")
 	b.WriteString("# exec: the signal of --signal=B: goes to the batch shell, which the sweep becomes.\n")
 	fmt.Fprintf(&b, "cd %s || exit 1\n", shellQuote(dir))
-	fmt.Fprintf(&b, "exec %s run -manifest %s\n", shellQuote(bin), shellQuote(abs))
+	words := []string{shellQuote(bin)}
+	for _, a := range opts.Args {
+		words = append(words, shellQuote(a))
+	}
+	fmt.Fprintf(&b, "exec %s run -manifest %s\n", strings.Join(words, " "), shellQuote(abs))
 	return b.String(), nil
 }
 

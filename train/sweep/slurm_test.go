@@ -164,6 +164,14 @@ func TestSlurmScript(t *testing.T) {
 	if last := lines[len(lines)-1]; last != "exec '/opt/bin/sweep' run -manifest '"+mp+"'" {
 		t.Errorf("last line %q", last)
 	}
+	// The capstan binary runs the sweep as its subcommand.
+	capstan, err := SlurmScript(mp, tasks, SlurmOptions{Binary: "/opt/bin/capstan", Args: []string{"sweep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "exec '/opt/bin/capstan' 'sweep' run -manifest '" + mp + "'\n"; !strings.HasSuffix(capstan, want) {
+		t.Errorf("capstan script ends %q, want %q", capstan[strings.LastIndex(strings.TrimSuffix(capstan, "\n"), "\n")+1:], want)
+	}
 	// Every #SBATCH line comes before the first command (sbatch stops
 	// reading them there).
 	cmd := false

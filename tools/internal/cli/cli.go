@@ -10,8 +10,8 @@
 // by the command, such as a run's telemetry beside its checkpoint) or at
 // another output is refused before any work (CheckOutputs): a
 // UsageError naming both flags. A hint naming another command says how
-// to run it as the running one was run: go run ./tools/NAME, or the
-// sibling binary (Invocation).
+// to run it as the running one was run: go run ./tools/NAME, the sibling
+// binary, or capstan NAME (Invocation).
 package cli
 
 import (

@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// Parent is the multi-command binary that runs the command as one of its
+// subcommands ("capstan": tools/capstan sets it before it runs one), ""
+// when the command runs as its own binary (tools/NAME).
+var Parent string
+
 // Invocation is how a hint printed by the running command names another
 // Capstan command, tool (its directory under tools/, e.g. "infer"), so
 // that the user can paste it back into a shell:
@@ -21,18 +26,30 @@ import (
 //     ("bin/linux-arm64/train" → "bin/linux-arm64/infer", "./train" →
 //     "./infer"), else TOOL alone, found on PATH as the running one was.
 //
+// Run as a subcommand of Parent (capstan train), it names TOOL as a
+// subcommand of the same binary: "go run ./tools/capstan TOOL" under go
+// run, else os.Args[0] as typed and TOOL ("capstan infer",
+// "bin/linux-arm64/capstan infer").
+//
 // The binary's path is shell-quoted (ShellQuote) when it needs it.
 func Invocation(tool string) string {
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "" // unknown: argv0 decides
 	}
-	return invocation(tool, exe, os.Args[0], os.Getenv("GOCACHE"))
+	return invocation(tool, exe, os.Args[0], os.Getenv("GOCACHE"), Parent)
 }
 
 // invocation is Invocation for the executable path exe (os.Executable,
-// "" if unknown), argv0 (os.Args[0]) and gocache ($GOCACHE, "" if unset).
-func invocation(tool, exe, argv0, gocache string) string {
+// "" if unknown), argv0 (os.Args[0]), gocache ($GOCACHE, "" if unset)
+// and parent (Parent).
+func invocation(tool, exe, argv0, gocache, parent string) string {
+	if parent != "" {
+		if isGoRun(exe, gocache) {
+			return "go run ./tools/" + parent + " " + tool
+		}
+		return ShellQuote(argv0) + " " + tool
+	}
 	if isGoRun(exe, gocache) {
 		return "go run ./tools/" + tool
 	}

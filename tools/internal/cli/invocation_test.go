@@ -27,8 +27,26 @@ func TestInvocation(t *testing.T) {
 		{"", "train", "", "infer"},
 		{"", "../bin/train", "/var/gocache", "../bin/infer"},
 	} {
-		if got := invocation("infer", tc.exe, tc.argv0, tc.gocache); got != tc.want {
+		if got := invocation("infer", tc.exe, tc.argv0, tc.gocache, ""); got != tc.want {
 			t.Errorf("invocation(infer, %q, %q, GOCACHE=%q) = %q, want %q", tc.exe, tc.argv0, tc.gocache, got, tc.want)
+		}
+	}
+}
+
+// TestInvocationParent: a subcommand of capstan names another subcommand
+// of the same binary.
+func TestInvocationParent(t *testing.T) {
+	for _, tc := range []struct {
+		exe, argv0, want string
+	}{
+		{"/tmp/go-build1234567/b001/exe/capstan", "/tmp/go-build1234567/b001/exe/capstan", "go run ./tools/capstan infer"},
+		{"/usr/local/bin/capstan", "capstan", "capstan infer"},
+		{"/work/capstan/bin/linux-arm64/capstan", "bin/linux-arm64/capstan", "bin/linux-arm64/capstan infer"},
+		{"/home/pi/my tools/capstan", "/home/pi/my tools/capstan", "'/home/pi/my tools/capstan' infer"},
+		{"", "capstan", "capstan infer"},
+	} {
+		if got := invocation("infer", tc.exe, tc.argv0, "", "capstan"); got != tc.want {
+			t.Errorf("invocation(infer, %q, %q, parent capstan) = %q, want %q", tc.exe, tc.argv0, got, tc.want)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package clitest runs a command's main function in a child process (the
 // test binary re-executed) so that a test can check what only a process
 // shows: its exit status, stdout and stderr. A command's tests call Main
-// from TestMain, then Run or Command. Checkpoint writes a small checkpoint
-// for them; PNGSize reads the size of a PNG a command wrote. Aliases,
+// (MainOf for a command's Main function of tools/internal/cmd) from
+// TestMain, then Run or Command. Checkpoint writes a small checkpoint for
+// them; PNGSize reads the size of a PNG a command wrote. Aliases,
 // Snapshot and Refused check that a command refuses an output aimed at an
 // input and leaves the input as it was; FakeSet makes a data directory to
 // aim one at.
@@ -44,6 +45,13 @@ func Main(m *testing.M, name string, main func()) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// MainOf is Main for a command whose logic is a function of its
+// arguments returning the exit status (tools/internal/cmd/NAME's Main): in
+// a child it runs cmd on the child's arguments and exits with its status.
+func MainOf(m *testing.M, name string, cmd func(args []string) int) {
+	Main(m, name, func() { os.Exit(cmd(os.Args[1:])) })
 }
 
 // Command returns the command that runs main with args in a child process

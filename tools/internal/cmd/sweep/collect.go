@@ -1,0 +1,72 @@
+package sweep
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/train/sweep"
+)
+
+func init() { commands["collect"] = collectCmd }
+
+const collectSummary = "sweep collect: reads a sweep's result files and writes the appendix tables (accuracy per architecture and routing kind, best RBA models with their uniform baselines, Tables 1 and 2); usage: sweep collect -manifest DIR/manifest.ndjson [flags]"
+
+const collectNotes = `Missing, failed and invalid results are listed, never an error: collect can run
+while the sweep does. The tables have a column per routing kind: RBA and
+uniform always, every other kind (self-attention, …) once a task of it is
+done; the JSON keeps "rba" and "uniform" per architecture and adds "kinds"
+(every column's kind by name) and "routing" (the columns' kinds). The best
+models and Tables 1 and 2 are RBA's. With none of -markdown, -html, -json the
+Markdown goes to standard output.
+`
+
+func collectCmd(args []string) error {
+	fs := flag.NewFlagSet("sweep collect", flag.ContinueOnError)
+	cli.SetUsage(fs, collectSummary, collectNotes)
+	manifest := fs.String("manifest", "", "the sweep's manifest (sweep plan's DIR/manifest.ndjson)")
+	md := fs.String("markdown", "", "Markdown file of the tables")
+	htmlPath := fs.String("html", "", "HTML page of the tables and the accuracy heatmaps")
+	jsonPath := fs.String("json", "", "JSON file of the summary")
+	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
+		return err
+	}
+	if *manifest == "" {
+		return cli.Usagef("-manifest is required (see -h)")
+	}
+	outputs := []cli.Path{{Flag: "-markdown", Value: *md}, {Flag: "-html", Value: *htmlPath}, {Flag: "-json", Value: *jsonPath}}
+	if err := cli.CheckOutputs(outputs, collectInputs(*manifest)); err != nil {
+		return err
+	}
+	s, err := sweep.Collect(*manifest)
+	if err != nil {
+		return err
+	}
+	if *md == "" && *htmlPath == "" && *jsonPath == "" {
+		return s.WriteMarkdown(os.Stdout)
+	}
+	if err := s.WriteFiles(*md, *htmlPath, *jsonPath); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, s.Counts())
+	return nil
+}
+
+// collectInputs are the files collect reads: the manifest and, when it
+// can be read (Collect reports it otherwise), every task's result file.
+func collectInputs(manifest string) []cli.Path {
+	inputs := []cli.Path{{Flag: "-manifest", Value: manifest}}
+	tasks, err := sweep.ReadManifest(manifest)
+	if err != nil {
+		return inputs
+	}
+	dir := filepath.Dir(manifest)
+	for i, t := range tasks {
+		if t.Result != "" {
+			inputs = append(inputs, cli.Path{Flag: "-manifest", Value: sweep.Path(dir, t.Result), Note: fmt.Sprintf("task %d's result file", i)})
+		}
+	}
+	return inputs
+}
