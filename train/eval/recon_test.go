@@ -106,8 +106,10 @@ func TestReconstructionFigure(t *testing.T) {
 	}
 }
 
-// TestPerturbationFigure: D rows of 11 reconstructions; the middle column
-// is the unperturbed reconstruction, the others differ from it.
+// TestPerturbationFigure: D rows of 11 reconstructions after a label
+// column, in the order of the ranked effects; the middle column is the
+// unperturbed reconstruction, the others differ from it; -top keeps the
+// first rows.
 func TestPerturbationFigure(t *testing.T) {
 	p, te := tinyModel(t)
 	x := te.Image(3).Pix
@@ -121,15 +123,15 @@ func TestPerturbationFigure(t *testing.T) {
 	}
 	im := decodePNG(t, raw)
 	d := capsnet.Presets()["tiny-deep"].Caps[1].Dim
-	wantW, wantH := 2*(3+11*29-1+3), 2*(3+d*29-1+3)
+	wantW, wantH := 2*(3+FigureLabelWidth+11*29-1+3), 2*(3+d*29-1+3)
 	if r := im.Bounds(); r.Dx() != wantW || r.Dy() != wantH {
 		t.Fatalf("figure %v, want %d×%d", r, wantW, wantH)
 	}
-	cell := func(row, col int) []uint8 {
+	cell := func(im image.Image, row, col int) []uint8 {
 		var out []uint8
 		for y := 0; y < 28; y++ {
 			for x := 0; x < 28; x++ {
-				out = append(out, grey(im, 2*(3+col*29+x), 2*(3+row*29+y)))
+				out = append(out, grey(im, 2*(3+FigureLabelWidth+col*29+x), 2*(3+row*29+y)))
 			}
 		}
 		return out
@@ -140,11 +142,21 @@ func TestPerturbationFigure(t *testing.T) {
 	}
 	changed := 0
 	for row := 0; row < d; row++ {
-		if !slices.Equal(cell(row, 5), want) {
+		if !slices.Equal(cell(im, row, 5), want) {
 			t.Errorf("row %d: the middle column is not the unperturbed reconstruction", row)
 		}
-		if !slices.Equal(cell(row, 0), want) && !slices.Equal(cell(row, 10), want) {
+		if !slices.Equal(cell(im, row, 0), want) && !slices.Equal(cell(im, row, 10), want) {
 			changed++
+		}
+		// The label column holds text: some black pixels.
+		dark := false
+		for y := 2 * (3 + row*29); y < 2*(3+row*29+28); y++ {
+			for x := 2 * 3; x < 2*(3+FigureLabelWidth); x++ {
+				dark = dark || grey(im, x, y) == 0
+			}
+		}
+		if !dark {
+			t.Errorf("row %d: no label", row)
 		}
 	}
 	if changed == 0 {
@@ -155,6 +167,150 @@ func TestPerturbationFigure(t *testing.T) {
 	}
 	if _, _, err := PerturbationFigure(p, x[1:]); err == nil || !strings.Contains(err.Error(), "values") {
 		t.Errorf("short image: %v", err)
+	}
+	// The rows are the ranked dimensions: row k's rightmost cell is the
+	// reconstruction with dimension Effects[k].Dim shifted by 0.25.
+	g, err := PerturbationGrid(p, x, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Rows != 2 || len(g.Effects) != d || g.Class != class {
+		t.Fatalf("top 2: %d rows, %d effects, class %d", g.Rows, len(g.Effects), g.Class)
+	}
+	for k := 1; k < d; k++ {
+		if g.Effects[k].Effect > g.Effects[k-1].Effect {
+			t.Errorf("effects not sorted: %v", g.Effects)
+		}
+	}
+	top := decodePNG(t, g.PNG)
+	if r := top.Bounds(); r.Dx() != wantW || r.Dy() != 2*(3+2*29-1+3) {
+		t.Fatalf("top 2: figure %v", r)
+	}
+	for row := 0; row < 2; row++ {
+		if !slices.Equal(cell(top, row, 10), cell(im, row, 10)) {
+			t.Errorf("top 2: row %d differs from the full figure's", row)
+		}
+	}
+	net, err := capsnet.NewInferenceNet(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := net.Forward(x, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, sh, _ := net.Capsules(len(net.Layers()) - 1)
+	caps := sh.Capsule(v, 0, class, make([]float32, sh.D))
+	caps[g.Effects[1].Dim] += 0.25
+	r, err := net.Reconstruct(0, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range r {
+		want[i] = byteOf(q)
+	}
+	if !slices.Equal(cell(top, 1, 10), want) {
+		t.Errorf("row 1 is not dimension %d (the second largest effect) shifted", g.Effects[1].Dim)
+	}
+	if g, err := PerturbationGrid(p, x, d+5); err != nil || g.Rows != d {
+		t.Errorf("top %d of %d dimensions: %v rows, %v", d+5, d, g, err)
+	}
+}
+
+// TestDimensionEffects: in a decoder that reads dimension 3 of the class
+// capsule four times as strongly as dimension 1 and the others not at
+// all, 3 ranks first, then 1, then the rest with no effect in index
+// order; the effect is the mean RMS pixel change computed by hand; the
+// capsule comes back unchanged; the ranking is the same every time and
+// does not allocate.
+func TestDimensionEffects(t *testing.T) {
+	p, te := tinyModel(t)
+	const strong, weak = 3, 1
+	cfg := p.Config
+	d := cfg.Caps[len(cfg.Caps)-1].Dim
+	fc := p.Get(p.Layout.Decoder[0].Name + ".weight")
+	wt, in := fc.Buf.Data(), p.Layout.Decoder[0].In
+	if in != cfg.Classes*d {
+		t.Fatalf("decoder input %d, want %d·%d", in, cfg.Classes, d)
+	}
+	for i := range wt { // (out, in), input (class·D + dim)
+		switch (i % in) % d {
+		case strong:
+			wt[i] *= 4
+		case weak:
+		default:
+			wt[i] = 0
+		}
+	}
+	net, err := capsnet.NewInferenceNet(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := append(slices.Clone(te.Image(0).Pix), te.Image(1).Pix...)
+	if err := net.Forward(x, nil); err != nil {
+		t.Fatal(err)
+	}
+	v, sh, _ := net.Capsules(len(net.Layers()) - 1)
+	class := net.Pred()[1]
+	caps := sh.Capsule(v, 1, class, make([]float32, sh.D))
+	orig := slices.Clone(caps)
+	offs := PerturbOffsets()
+	base := make([]float32, 784)
+	out := make([]DimEffect, d)
+	if err := DimensionEffects(net, 1, caps, offs, base, out); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(caps, orig) {
+		t.Error("the capsule is not restored")
+	}
+	if out[0].Dim != strong || out[1].Dim != weak || !(out[0].Effect > out[1].Effect) || !(out[1].Effect > 0) {
+		t.Fatalf("effects %v, want dimension %d first, then %d", out, strong, weak)
+	}
+	for k, e := range out[2:] {
+		if e.Effect != 0 || (k > 0 && e.Dim < out[k+1].Dim) {
+			t.Errorf("effects %v: the unread dimensions must have no effect, in index order", out)
+			break
+		}
+	}
+	// By hand: the mean over the 10 shifts of the RMS change.
+	r0, _ := net.Reconstruct(1, orig)
+	r0 = slices.Clone(r0)
+	if !slices.Equal(r0, base) {
+		t.Error("base is not the unperturbed reconstruction")
+	}
+	var sum float64
+	for _, off := range offs {
+		if off == 0 {
+			continue
+		}
+		c := slices.Clone(orig)
+		c[strong] += off
+		r, _ := net.Reconstruct(1, c)
+		var ss float64
+		for i := range r {
+			ss += (float64(r[i]) - float64(r0[i])) * (float64(r[i]) - float64(r0[i]))
+		}
+		sum += math.Sqrt(ss / 784)
+	}
+	if got := out[0].Effect; math.Abs(got-sum/10) > 1e-12 {
+		t.Errorf("effect %v, by hand %v", got, sum/10)
+	}
+	again := make([]DimEffect, d)
+	allocs := testing.AllocsPerRun(3, func() {
+		if err := DimensionEffects(net, 1, caps, offs, base, again); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations a call", allocs)
+	}
+	if !slices.Equal(again, out) {
+		t.Errorf("not deterministic: %v, then %v", out, again)
+	}
+	if err := DimensionEffects(net, 1, caps, offs, base, out[1:]); err == nil {
+		t.Error("short result: no error")
+	}
+	if err := DimensionEffects(net, 1, caps, offs, base[1:], out); err == nil {
+		t.Error("short base: no error")
 	}
 }
 

@@ -96,12 +96,22 @@ func (m *firstModel) figures(in *report.Input, samples int) error {
 		return fmt.Errorf("study: report: reconstructions: %w", err)
 	}
 	in.Reconstructions = &report.Figure{PNG: fig, Caption: fmt.Sprintf("The first %d images of %s (left of each pair) and the decoder's reconstruction from the predicted class's capsule (right).", min(16, m.ds.N), m.ds.Name)}
-	fig, label, class, err := eval.PerturbationFigureAt(m.p, m.ds, 0)
+	g, label, err := eval.PerturbationGridAt(m.p, m.ds, 0, 0)
 	if err != nil {
 		return fmt.Errorf("study: report: perturbations: %w", err)
 	}
-	in.Perturbation = &report.Figure{PNG: fig, Caption: fmt.Sprintf("Image 0 of %s (label %d, predicted %d): the reconstruction from digit capsule %d with one dimension (row) shifted by −0.25 … +0.25 in steps of 0.05 (columns; the middle one unshifted), as in Sabour et al.", m.ds.Name, label, class, class)}
+	in.Perturbation = &report.Figure{PNG: g.PNG, Caption: fmt.Sprintf("Image 0 of %s (label %d, predicted %d): the reconstruction from digit capsule %d with one dimension (row) shifted by −0.25 … +0.25 in steps of 0.05 (columns; the middle one unshifted), as in Sabour et al.; the rows are ranked by the dimension's effect (label: dimension, mean RMS pixel change over the shifts), largest first: %s.", m.ds.Name, label, g.Class, g.Class, effectList(g.Effects, 3))}
 	return nil
+}
+
+// effectList names the first n ranked dimensions and their effects, as
+// "d3 0.118, d2 0.098, d6 0.072".
+func effectList(es []eval.DimEffect, n int) string {
+	var parts []string
+	for _, e := range es[:min(n, len(es))] {
+		parts = append(parts, fmt.Sprintf("d%d %.3f", e.Dim, e.Effect))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // runFiles adds the run's telemetry and metrics, named by o or found next

@@ -161,7 +161,7 @@ func TestWriteReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<h1>Parse-tree report: tiny-deep</h1>", "<b>image 0</b>", "No telemetry given", "No metrics given", "</html>\n"} {
+	for _, want := range []string{"<h1>Parse-tree report: tiny-deep</h1>", "<b>image 0</b>", "No telemetry given", "No metrics given", "ranked by the dimension&#39;s effect", "</html>\n"} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("report lacks %q", want)
 		}

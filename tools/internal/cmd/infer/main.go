@@ -78,6 +78,7 @@ func run(args []string) error {
 	fs.StringVar(&o.figs.recon, "recon", "", "also write a PNG of the first 16 images (or the -image) beside their reconstructions to this file")
 	fs.StringVar(&o.figs.perturb, "perturb", "", "also write a PNG of the capsule perturbations (Sabour et al.) of image -perturb-index (or the -image) to this file: the predicted class's output capsule, each dimension shifted by -0.25 to 0.25 in steps of 0.05, decoded")
 	fs.IntVar(&o.figs.index, "perturb-index", 0, "the image of the data set whose capsule -perturb shifts (0: the first)")
+	fs.IntVar(&o.figs.top, "perturb-top", 0, "-perturb draws only the K dimensions of largest effect on the reconstruction (0: all; the rows are ranked by effect either way)")
 	fs.IntVar(&o.repeat, "repeat", 100, fmt.Sprintf("with -image: batch-1 inferences timed for the latency percentiles, 1 to %d", maxRepeat))
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
@@ -259,6 +260,7 @@ func printLatency(l eval.Latency) {
 type figures struct {
 	recon, perturb string
 	index          int // -perturb-index
+	top            int // -perturb-top
 }
 
 // fromData writes the figures of the data set: the first 16 images' reconstructions, the
@@ -272,10 +274,11 @@ func (f figures) fromData(p *capsnet.Params, ds *data.Dataset, b *data.Batcher) 
 		fmt.Printf("reconstructions of the first %d images (inputs on the left): %s\n", min(16, ds.N), f.recon)
 	}
 	if f.perturb != "" {
-		fig, label, class, err := eval.PerturbationFigureAt(p, ds, f.index)
-		if err = f.write("perturb", f.perturb, fig, err); err != nil {
+		g, label, err := eval.PerturbationGridAt(p, ds, f.index, f.top)
+		if err = f.write("perturb", f.perturb, g.PNG, err); err != nil {
 			return err
 		}
+		class := g.Class
 		fmt.Printf("capsule perturbations of image %d (label %d, predicted %d; rows: dimensions, columns: shifts -0.25 to 0.25): %s\n", f.index, label, class, f.perturb)
 	}
 	return nil
@@ -291,10 +294,11 @@ func (f figures) fromImage(p *capsnet.Params, x []float32) error {
 		fmt.Printf("the image beside its reconstruction: %s\n", f.recon)
 	}
 	if f.perturb != "" {
-		fig, class, err := eval.PerturbationFigure(p, x)
-		if err = f.write("perturb", f.perturb, fig, err); err != nil {
+		g, err := eval.PerturbationGrid(p, x, f.top)
+		if err = f.write("perturb", f.perturb, g.PNG, err); err != nil {
 			return err
 		}
+		class := g.Class
 		fmt.Printf("capsule perturbations of class %d (rows: dimensions, columns: shifts -0.25 to 0.25): %s\n", class, f.perturb)
 	}
 	return nil
@@ -332,7 +336,7 @@ func checkFlags(given map[string]bool, o options) error {
 	case given["image"]:
 		mode, ignored = "-image classifies one image", []string{"data", "data-dir", "seed", "batch", "threads", "plan", "perturb-index"}
 	case given["plan"]:
-		mode, ignored = "-plan prints memory plans without evaluating", []string{"data", "data-dir", "seed", "threads", "recon", "perturb", "perturb-index"}
+		mode, ignored = "-plan prints memory plans without evaluating", []string{"data", "data-dir", "seed", "threads", "recon", "perturb", "perturb-index", "perturb-top"}
 		if given["model"] && given["checkpoint"] {
 			return cli.Usagef("-plan takes the model of -model or of -checkpoint, not both")
 		}
@@ -357,6 +361,12 @@ func checkFlags(given map[string]bool, o options) error {
 	}
 	if given["perturb-index"] && o.figs.perturb == "" {
 		return cli.Usagef("-perturb-index: only with -perturb")
+	}
+	if err := cli.Int("perturb-top", o.figs.top, 0, 1<<16); err != nil {
+		return err
+	}
+	if given["perturb-top"] && o.figs.perturb == "" {
+		return cli.Usagef("-perturb-top: only with -perturb")
 	}
 	return nil
 }

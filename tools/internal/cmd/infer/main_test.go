@@ -13,6 +13,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
+	"github.com/capstan-ml/capstan/train/eval"
 )
 
 // tinyCheckpoint writes a checkpoint of tiny-deep (config in its metadata).
@@ -53,8 +54,9 @@ func TestFigures(t *testing.T) {
 	if w, h := clitest.PNGSize(t, recon); w != 2*(3+8*(57+3)) || h != 2*(3+2*(28+3)) {
 		t.Errorf("-recon: %d×%d figure", w, h)
 	}
-	// tiny-deep's output capsules have 4 dimensions: 4 rows of 11.
-	if w, h := clitest.PNGSize(t, perturb); w != 2*(3+11*29-1+3) || h != 2*(3+4*29-1+3) {
+	// tiny-deep's output capsules have 4 dimensions: 4 rows of a label
+	// and 11 images.
+	if w, h := clitest.PNGSize(t, perturb); w != 2*(3+eval.FigureLabelWidth+11*29-1+3) || h != 2*(3+4*29-1+3) {
 		t.Errorf("-perturb: %d×%d figure", w, h)
 	}
 	img := image.NewGray(image.Rect(0, 0, 28, 28))
@@ -63,11 +65,14 @@ func TestFigures(t *testing.T) {
 	f, _ := os.Create(path)
 	png.Encode(f, img)
 	f.Close()
-	if err := run([]string{"-checkpoint", ck, "-image", path, "-recon", recon, "-perturb", perturb}); err != nil {
+	if err := run([]string{"-checkpoint", ck, "-image", path, "-recon", recon, "-perturb", perturb, "-perturb-top", "2"}); err != nil {
 		t.Fatal(err)
 	}
 	if w, h := clitest.PNGSize(t, recon); w != 2*(3+57+3) || h != 2*(3+28+3) {
 		t.Errorf("-image -recon: %d×%d figure", w, h)
+	}
+	if w, h := clitest.PNGSize(t, perturb); w != 2*(3+eval.FigureLabelWidth+11*29-1+3) || h != 2*(3+2*29-1+3) {
+		t.Errorf("-perturb-top 2: %d×%d figure", w, h)
 	}
 }
 
@@ -138,6 +143,8 @@ func TestInferErrors(t *testing.T) {
 		{[]string{"-checkpoint", stateDict, "-model", "tiny-sabour"}, "missing", 1},
 		{[]string{"-model", "nope", "-plan"}, "-model", 1},
 		{[]string{"-checkpoint", ck, "-perturb-index", "3"}, "only with -perturb", 2},
+		{[]string{"-checkpoint", ck, "-perturb-top", "3"}, "-perturb-top: only with -perturb", 2},
+		{[]string{"-checkpoint", ck, "-perturb", "p.png", "-perturb-top", "-1"}, "-perturb-top", 2},
 		{[]string{"-checkpoint", ck, "-perturb", "p.png", "-perturb-index", "-1"}, "-perturb-index", 2},
 		{[]string{"-checkpoint", ck, "-perturb", "p.png", "-perturb-index", "1000"}, "-perturb-index 1000: mnist-embedded-test has 1000 images", 2},
 		{[]string{"-checkpoint", ck, "-plan", "-recon", "r.png"}, "-recon does not apply", 2},
