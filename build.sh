@@ -268,16 +268,16 @@ int8_under_qemu() (
 	done
 )
 
-# compare_tables NATIVE.json OTHER.json compares the "Tables" of two
+# compare_tables NATIVE.json OTHER.json compares the "tables" of two
 # capstan analyze -json files line by line (both pretty-printed alike):
 # the same keys and strings, each number of OTHER within 1e-4 + 1e-3 ×
 # |native| of NATIVE's. It prints the lines that differ beyond that and
 # how many numbers differ within it, and fails on a difference.
 compare_tables() {
 	local a b
-	a=$(sed -n '/^  "Tables": {$/,/^  },\{0,1\}$/p' "$1")
-	b=$(sed -n '/^  "Tables": {$/,/^  },\{0,1\}$/p' "$2")
-	[ -n "$a" ] || { echo "  no \"Tables\" in $1" >&2; return 1; }
+	a=$(sed -n '/^  "tables": {$/,/^  },\{0,1\}$/p' "$1")
+	b=$(sed -n '/^  "tables": {$/,/^  },\{0,1\}$/p' "$2")
+	[ -n "$a" ] || { echo "  no \"tables\" in $1" >&2; return 1; }
 	[ "$(wc -l <<<"$a")" = "$(wc -l <<<"$b")" ] || { echo "  Tables 1-2: $(wc -l <<<"$a") JSON lines in $1, $(wc -l <<<"$b") in $2" >&2; return 1; }
 	paste -d '\t' <(echo "$a") <(echo "$b") | awk -F '\t' '
 		function val(s) { sub(/^[^:]*: */, "", s); sub(/,$/, "", s); return s }
@@ -299,7 +299,7 @@ compare_tables() {
 # a few seconds), runs capstan analyze on it natively and the arm64 capstan
 # (built as cmd_cross builds it: static, stripped) under qemu, each on the 1000
 # embedded test digits with -json, and compares Tables 1 and 2 (the JSON's
-# "Tables") line by line: the same keys and strings, and every number
+# "tables") line by line: the same keys and strings, and every number
 # within 1e-4 + 1e-3 × |native| of the native one. The NEON and AVX
 # kernels sum in different orders, so the float32 norms and couplings may
 # differ in their last bits, and a capsule whose norm lies at ε_active may

@@ -11,8 +11,13 @@ import (
 // a capsule is active in an image when its norm is ≥ Active; it is dead in
 // a layer when the mean of its norms over the images is ≤ Dead1 and their
 // standard deviation is ≤ Dead2. Every report states them.
+//
+// As JSON the keys are "active", "dead1" and "dead2" (a sweep's result
+// file keeps Go's field names: train/sweep).
 type Thresholds struct {
-	Active, Dead1, Dead2 float64
+	Active float64 `json:"active"`
+	Dead1  float64 `json:"dead1"`
+	Dead2  float64 `json:"dead2"`
 }
 
 // DefaultThresholds returns docs/semantics.md §7's defaults: ε_active = 0.05,

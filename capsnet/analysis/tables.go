@@ -10,7 +10,10 @@ import (
 
 // Value is a figure over several models: its mean and population standard
 // deviation (0 for one model).
-type Value struct{ Mean, Std float64 }
+type Value struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+}
 
 // String prints the mean, with ± std when there is a spread.
 func (v Value) String() string {
@@ -53,27 +56,39 @@ func summarize(xs []float64) Value {
 // Tables are the paper's Table 1 (capsules alive, dyr, dys per routing
 // layer) and Table 2 (cnm, cns, car, cas, cdr, cds per capsule layer),
 // each figure the mean ± std over the models summarized.
+//
+// As JSON (tools/analyze -json, tools/sweep collect -json; docs/json.md)
+// every key is snake_case.
 type Tables struct {
-	Models     int
-	K          int // images per model
-	Thresholds Thresholds
-	Table1     []Table1Row
-	Table2     []Table2Row
+	Models     int         `json:"models"`
+	K          int         `json:"k"` // images per model
+	Thresholds Thresholds  `json:"thresholds"`
+	Table1     []Table1Row `json:"table1"`
+	Table2     []Table2Row `json:"table2"`
 }
 
 // Table1Row is one routing layer of Table 1.
 type Table1Row struct {
-	From, To          string
-	AliveIn, AliveOut Value
-	NIn, NOut         int
-	DYR, DYS          Value
+	From     string `json:"from"`
+	To       string `json:"to"`
+	AliveIn  Value  `json:"alive_in"`
+	AliveOut Value  `json:"alive_out"`
+	NIn      int    `json:"n_in"`
+	NOut     int    `json:"n_out"`
+	DYR      Value  `json:"dyr"`
+	DYS      Value  `json:"dys"`
 }
 
 // Table2Row is one capsule layer of Table 2.
 type Table2Row struct {
-	Layer                        string
-	N                            int
-	CNM, CNS, CAR, CAS, CDR, CDS Value
+	Layer string `json:"layer"`
+	N     int    `json:"n"`
+	CNM   Value  `json:"cnm"`
+	CNS   Value  `json:"cns"`
+	CAR   Value  `json:"car"`
+	CAS   Value  `json:"cas"`
+	CDR   Value  `json:"cdr"`
+	CDS   Value  `json:"cds"`
 }
 
 // Summarize builds the tables from the reports of one or more models of
@@ -145,26 +160,71 @@ func (t Tables) caption() string {
 	return fmt.Sprintf("%s; thresholds ε_active = %g, ε₁ = %g, ε₂ = %g", s, t.Thresholds.Active, t.Thresholds.Dead1, t.Thresholds.Dead2)
 }
 
-// WriteText prints both tables aligned for a terminal.
+// Legends returns the legends of Table 1 and Table 2: which columns are
+// counts, sums, means (over what) and rates, and the thresholds used
+// (docs/semantics.md §7), each one line.
+func (t Tables) Legends() (table1, table2 string) {
+	over := ""
+	if t.Models > 1 {
+		over = fmt.Sprintf(" Each figure: mean ± std over the %d models.", t.Models)
+	}
+	th := t.Thresholds
+	table1 = fmt.Sprintf("alive: counts of input → output capsules not dead (mean norm over the %d images ≤ ε₁ = %g and std ≤ ε₂ = %g). "+
+		"dyr: mean over alive inputs of their couplings' std over the images (1: one output at random per image; –: none alive); dys = n_out·dyr.%s",
+		t.K, th.Dead1, th.Dead2, over)
+	table2 = fmt.Sprintf("n: count. cns: mean over the %d images of the sum of the layer's norms; cnm = cns/n, the mean norm. "+
+		"cas: mean count of capsules with norm ≥ ε_active = %g; car = cas/n, a rate. cds: count of dead capsules (as in Table 1); cdr = cds/n, a rate.%s",
+		t.K, th.Active, over)
+	return
+}
+
+// WriteText prints both tables aligned for a terminal, each with its
+// legend (Legends) below, wrapped at 100 columns.
 func (t Tables) WriteText(w io.Writer) error {
-	return t.write(w, "Table 1: routing\n", "\nTable 2: capsule layers\n", writeAligned)
+	return t.write(w, "Table 1: routing\n", "\nTable 2: capsule layers\n", writeAligned, "", Wrap)
 }
 
-// WriteMarkdown prints both tables as Markdown.
+// WriteMarkdown prints both tables as Markdown, each legend (Legends) a
+// paragraph after its table.
 func (t Tables) WriteMarkdown(w io.Writer) error {
-	return t.write(w, "**Table 1: routing**\n\n", "\n**Table 2: capsule layers**\n\n", writeMarkdown)
+	return t.write(w, "**Table 1: routing**\n\n", "\n**Table 2: capsule layers**\n\n", writeMarkdown, "\n", func(s string) string { return s })
 }
 
-// write prints the caption, then each table after its title with table.
-func (t Tables) write(w io.Writer, title1, title2 string, table func(*strings.Builder, []string, [][]string)) error {
+// write prints the caption, then each table after its title with table
+// and its legend, formatted by legend, after sep.
+func (t Tables) write(w io.Writer, title1, title2 string, table func(*strings.Builder, []string, [][]string), sep string, legend func(string) string) error {
 	h1, r1, h2, r2 := t.rows()
+	l1, l2 := t.Legends()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Parse-tree statistics (%s)\n\n%s", t.caption(), title1)
 	table(&b, h1, r1)
-	b.WriteString(title2)
+	b.WriteString(sep + legend(l1) + "\n" + title2)
 	table(&b, h2, r2)
+	b.WriteString(sep + legend(l2) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Wrap breaks s into lines of at most 100 characters (runes) at spaces,
+// for a legend under a terminal table.
+func Wrap(s string) string {
+	var b strings.Builder
+	n := 0
+	for i, word := range strings.Fields(s) {
+		l := len([]rune(word))
+		switch {
+		case i == 0:
+		case n+1+l > 100:
+			b.WriteString("\n")
+			n = 0
+		default:
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(word)
+		n += l
+	}
+	return b.String()
 }
 
 func writeAligned(b *strings.Builder, head []string, rows [][]string) {

@@ -67,18 +67,26 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 func fieldErr(field string, err error) error { return &FieldError{Field: field, Err: err} }
 
+// Schema is the version of the JSON that WriteJSON writes (tools/analyze
+// -json), its "schema" key: docs/json.md documents it. A change of its
+// keys or their meaning takes the next number.
+const Schema = "capstan-analyze/1"
+
 // Result is the analysis of the checkpoints. Its exported fields are the
-// JSON that WriteJSON writes (tools/analyze -json), in this order.
+// JSON that WriteJSON writes (tools/analyze -json), in this order, every
+// key snake_case.
 type Result struct {
+	// Schema is Schema (WriteJSON sets it).
+	Schema string `json:"schema"`
 	// Data is the analysed data set's name.
-	Data string
+	Data string `json:"data"`
 	// Accuracy is the accuracy on the analysed images over the
 	// checkpoints.
-	Accuracy MeanStd
+	Accuracy MeanStd `json:"accuracy"`
 	// Tables are Tables 1 and 2 over the checkpoints, mean ± std.
-	Tables analysis.Tables
+	Tables analysis.Tables `json:"tables"`
 	// Checkpoints are each checkpoint's figures, in the order given.
-	Checkpoints []Checkpoint
+	Checkpoints []Checkpoint `json:"checkpoints"`
 
 	first *firstModel // what the HTML report shows beyond the tables
 	th    analysis.Thresholds
@@ -86,56 +94,64 @@ type Result struct {
 
 // Checkpoint is one checkpoint's figures.
 type Checkpoint struct {
-	Checkpoint string
-	Model      string
-	Tables     analysis.Tables
+	Checkpoint string          `json:"checkpoint"`
+	Model      string          `json:"model"`
+	Tables     analysis.Tables `json:"tables"`
 	// Accuracy is the fraction of the analysed images classified
 	// correctly (Correct of Images).
-	Accuracy        float64
-	Correct, Images int
+	Accuracy float64 `json:"accuracy"`
+	Correct  int     `json:"correct"`
+	Images   int     `json:"images"`
 	// Capsules and Couplings are the per-capsule and per-coupling
 	// figures behind the paper's Fig. 3.
-	Capsules   []CapsuleFigures
-	Couplings  []CouplingFigures
-	Invariance []InvariancePoint `json:",omitempty"`
+	Capsules   []CapsuleFigures  `json:"capsules"`
+	Couplings  []CouplingFigures `json:"couplings"`
+	Invariance []InvariancePoint `json:"invariance,omitempty"`
 }
 
 // CapsuleFigures are one capsule layer's per-capsule norm mean and
 // population std over the analysed images, and which capsules are dead.
 type CapsuleFigures struct {
-	Layer             string
-	NormMean, NormStd []float64
-	Dead              []bool
+	Layer    string    `json:"layer"`
+	NormMean []float64 `json:"norm_mean"`
+	NormStd  []float64 `json:"norm_std"`
+	Dead     []bool    `json:"dead"`
 }
 
 // CouplingFigures are one routing layer's coupling mean and population
 // std over the analysed images, c[i,j] at i·NOut + j.
 type CouplingFigures struct {
-	From, To  string
-	NIn, NOut int
-	Mean, Std []float64
+	From string    `json:"from"`
+	To   string    `json:"to"`
+	NIn  int       `json:"n_in"`
+	NOut int       `json:"n_out"`
+	Mean []float64 `json:"mean"`
+	Std  []float64 `json:"std"`
 }
 
 // MeanStd is the mean and population standard deviation of a figure over
 // the checkpoints.
-type MeanStd struct{ Mean, Std float64 }
+type MeanStd struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+}
 
 // InvariancePoint is an eval.InvariancePoint as printed and written to
 // JSON: the family by name, and a layer's corr null when undefined (every
 // capsule dead), which JSON cannot hold as NaN.
 type InvariancePoint struct {
-	Family    string
-	Magnitude float64
-	K         int
-	Layers    []InvarianceLayer
+	Family    string            `json:"family"`
+	Magnitude float64           `json:"magnitude"`
+	K         int               `json:"k"`
+	Layers    []InvarianceLayer `json:"layers"`
 }
 
 // InvarianceLayer is one capsule layer's mean correlation (nil when
 // undefined) and the capsules left out of it.
 type InvarianceLayer struct {
-	Name    string
-	Corr    *float64
-	Skipped int
+	Name    string   `json:"name"`
+	Corr    *float64 `json:"corr"`
+	Skipped int      `json:"skipped"`
 }
 
 // firstModel is what the report shows of the first checkpoint beyond the
@@ -173,7 +189,7 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, fieldErr("Data", fmt.Errorf("%s: %w", o.Data, err))
 	}
-	res := &Result{Data: ds.Name, th: o.Thresholds}
+	res := &Result{Schema: Schema, Data: ds.Name, th: o.Thresholds}
 	var reps []analysis.Report
 	var model *capsnet.Config // the first checkpoint's: every other must hold the same
 	for _, path := range o.Checkpoints {

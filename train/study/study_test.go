@@ -53,7 +53,9 @@ func roundTrip(t *testing.T, raw []byte) []byte {
 
 // TestJSONSchema: the JSON that tools/analyze -json wrote for the
 // reproduction (bench/repro/tables-affnist*.json, before this package
-// existed) decodes into a Result and encodes to the same bytes.
+// existed; its keys converted to schema capstan-analyze/1 since, the
+// numbers as written) decodes into a Result and encodes to the same
+// bytes.
 func TestJSONSchema(t *testing.T) {
 	files, _ := filepath.Glob("../../bench/repro/tables-affnist*.json")
 	if len(files) == 0 {

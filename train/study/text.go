@@ -65,17 +65,25 @@ func (r *Result) WriteText(w io.Writer, markdown bool) error {
 			b.WriteString("\n")
 		}
 	}
+	fmt.Fprintf(&b, "%s\n", invarianceLegend)
 	_, err = io.WriteString(w, b.String())
 	return err
 }
 
+// invarianceLegend is the legend under the invariance tables.
+const invarianceLegend = `magnitude: degrees (rotation, shear), scale factor (scale), pixels (translations); each layer's
+figure is a mean over its capsules with a defined corr, – when none has one (every capsule dead).`
+
 // WriteJSON writes every figure of the analysis as indented JSON (the
-// schema of tools/analyze -json): the data set, the accuracy and tables
-// over all checkpoints, then each checkpoint's.
+// schema of tools/analyze -json, Schema, docs/json.md): the schema, the
+// data set, the accuracy and tables over all checkpoints, then each
+// checkpoint's.
 func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	out := *r
+	out.Schema = Schema
+	if err := enc.Encode(&out); err != nil {
 		return fmt.Errorf("study: json: %w", err)
 	}
 	return nil

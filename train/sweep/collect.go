@@ -110,8 +110,17 @@ type Best struct {
 	TablesError string           `json:"tables_error,omitempty"`
 }
 
-// Summary is what Collect makes of a sweep's result files.
+// SummarySchema is the version of the JSON that Summary.WriteJSON
+// writes (tools/sweep collect -json), its "schema" key: docs/json.md
+// documents it. A change of its keys or their meaning takes the next
+// number.
+const SummarySchema = "capstan-sweep-collect/1"
+
+// Summary is what Collect makes of a sweep's result files; its JSON keys
+// are snake_case.
 type Summary struct {
+	// Schema is SummarySchema (WriteJSON sets it).
+	Schema   string `json:"schema"`
 	Manifest string `json:"manifest"`
 	// Eval names the evaluation set (of the first task).
 	Eval  string `json:"eval"`
@@ -448,7 +457,7 @@ func columnKinds(done map[string]bool) []string {
 }
 
 func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
-	s := &Summary{Manifest: manifestPath, Tasks: len(tasks), Eval: tasks[0].Eval}
+	s := &Summary{Schema: SummarySchema, Manifest: manifestPath, Tasks: len(tasks), Eval: tasks[0].Eval}
 	var order []*archAcc
 	byName := map[string]*archAcc{}
 	done := map[string]bool{}

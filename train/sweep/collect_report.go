@@ -267,7 +267,9 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 
 // WriteJSON writes the summary as indented JSON (NaN figures as null).
 func (s *Summary) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	out := *s
+	out.Schema = SummarySchema
+	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return fmt.Errorf("summary json: %w", err)
 	}

@@ -520,3 +520,19 @@ func TestStripArrays(t *testing.T) {
 		t.Errorf("stripped report %+v", got)
 	}
 }
+
+// TestResultThresholdsKeys: a result file keeps Go's field names for the
+// analysis' thresholds ("Active", "Dead1", "Dead2") although
+// analysis.Thresholds writes snake_case elsewhere (analyze -json), and
+// reads them back.
+func TestResultThresholdsKeys(t *testing.T) {
+	rep := &analysis.Report{Thresholds: analysis.Thresholds{Active: 0.05, Dead1: 0.01, Dead2: 0.02}}
+	b, err := json.Marshal(toReportJSON(rep))
+	if err != nil || !strings.Contains(string(b), `"Thresholds":{"Active":0.05,"Dead1":0.01,"Dead2":0.02}`) {
+		t.Fatalf("result file's analysis (%v): %s", err, b)
+	}
+	var back reportJSON
+	if err := json.Unmarshal(b, &back); err != nil || back.report().Thresholds != rep.Thresholds {
+		t.Errorf("read back (%v): %+v", err, back.report().Thresholds)
+	}
+}

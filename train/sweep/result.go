@@ -47,10 +47,13 @@ type routingJSON struct {
 	DYR, DYS NullFloat
 }
 
-// reportJSON is an analysis.Report as a result file holds it.
+// reportJSON is an analysis.Report as a result file holds it: Go's
+// field names throughout, the thresholds' too (Thresholds shadows the
+// embedded one, whose JSON keys are snake_case).
 type reportJSON struct {
 	analysis.Report
-	Routing []routingJSON
+	Thresholds struct{ Active, Dead1, Dead2 float64 }
+	Routing    []routingJSON
 }
 
 func toReportJSON(r *analysis.Report) *reportJSON {
@@ -59,6 +62,7 @@ func toReportJSON(r *analysis.Report) *reportJSON {
 	}
 	out := &reportJSON{Report: *r, Routing: make([]routingJSON, len(r.Routing))}
 	out.Report.Routing = nil
+	out.Thresholds.Active, out.Thresholds.Dead1, out.Thresholds.Dead2 = r.Thresholds.Active, r.Thresholds.Dead1, r.Thresholds.Dead2
 	for i, rr := range r.Routing {
 		out.Routing[i] = routingJSON{rr, NullFloat(rr.DYR), NullFloat(rr.DYS)}
 	}
@@ -70,6 +74,7 @@ func (r *reportJSON) report() *analysis.Report {
 		return nil
 	}
 	out := r.Report
+	out.Thresholds = analysis.Thresholds{Active: r.Thresholds.Active, Dead1: r.Thresholds.Dead1, Dead2: r.Thresholds.Dead2}
 	out.Routing = make([]analysis.RoutingReport, len(r.Routing))
 	for i, rr := range r.Routing {
 		out.Routing[i] = rr.RoutingReport

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -134,4 +136,48 @@ func resolve(p string) string {
 		}
 		dir, rest = parent, filepath.Join(filepath.Base(dir), rest)
 	}
+}
+
+// Wrote prints on w the one line by which every command confirms a file
+// it wrote: "wrote PATH (SIZE)", or "wrote PATH (SIZE; NOTE)" with a note
+// (what the file holds, how it was checked). PATH is shell-quoted when
+// needed, SIZE the file's size now (Size). A command prints it once per
+// file, on stdout, or on stderr when stdout carries what it prints for a
+// program to read (train -profile's Markdown).
+func Wrote(w io.Writer, path, note string) {
+	fmt.Fprintln(w, WroteLine(path, note))
+}
+
+// WroteLine is the line Wrote prints, without its newline.
+func WroteLine(path, note string) string {
+	size := "size unknown"
+	if fi, err := os.Stat(path); err == nil {
+		size = Size(fi.Size())
+	}
+	if note != "" {
+		size += "; " + note
+	}
+	return "wrote " + ShellQuote(path) + " (" + size + ")"
+}
+
+// Size formats n bytes for a person: "812 B", "3.4 KiB", "1.23 MiB",
+// "2.01 GiB" (binary units; three significant digits from KiB up).
+func Size(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	x, unit := float64(n)/1024, "KiB"
+	for _, u := range []string{"MiB", "GiB", "TiB"} {
+		if x < 1024 {
+			break
+		}
+		x, unit = x/1024, u
+	}
+	switch {
+	case x < 10:
+		return fmt.Sprintf("%.2f %s", x, unit)
+	case x < 100:
+		return fmt.Sprintf("%.1f %s", x, unit)
+	}
+	return fmt.Sprintf("%.0f %s", x, unit)
 }

@@ -90,3 +90,28 @@ func TestDataInputs(t *testing.T) {
 		t.Errorf("cifar10, not there: %+v", in)
 	}
 }
+
+// TestWroteLine: the line of a file written names it (shell-quoted when
+// needed) with its size and the note; Size prints binary units.
+func TestWroteLine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a b.json")
+	if err := os.WriteFile(p, make([]byte, 1536), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := WroteLine(p, "JSON"), "wrote '"+p+"' (1.50 KiB; JSON)"; got != want {
+		t.Errorf("WroteLine = %q, want %q", got, want)
+	}
+	q := filepath.Join(dir, "b")
+	os.WriteFile(q, []byte("hi"), 0o644)
+	var b strings.Builder
+	Wrote(&b, q, "")
+	if got, want := b.String(), "wrote "+q+" (2 B)\n"; got != want {
+		t.Errorf("Wrote printed %q, want %q", got, want)
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", 50 << 10: "50.0 KiB", 300 << 10: "300 KiB", 5 << 20: "5.00 MiB", 3 << 30: "3.00 GiB"} {
+		if got := Size(n); got != want {
+			t.Errorf("Size(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -6,7 +6,8 @@
 // them; PNGSize reads the size of a PNG a command wrote. Aliases,
 // Snapshot and Refused check that a command refuses an output aimed at an
 // input and leaves the input as it was; FakeSet makes a data directory to
-// aim one at.
+// aim one at. Wrote checks the line a command prints for each file it
+// wrote.
 package clitest
 
 import (
@@ -24,6 +25,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/safetensors"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/train/data"
 )
 
@@ -275,4 +277,26 @@ func FakeSet(t testing.TB, name string) (dir string, files []string) {
 		files = append(files, p)
 	}
 	return dir, files
+}
+
+// Wrote checks that out (a command's stdout or stderr) confirms each file
+// of wrote (path → the note of its line) with exactly one line
+// cli.WroteLine(path, note), and holds no other "wrote " line.
+func Wrote(t testing.TB, what, out string, wrote map[string]string) {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "wrote ") {
+			n++
+		}
+	}
+	for path, note := range wrote {
+		line := cli.WroteLine(path, note)
+		if c := strings.Count("\n"+out, "\n"+line+"\n"); c != 1 {
+			t.Errorf("%s: %d lines %q, want 1:\n%s", what, c, line, out)
+		}
+	}
+	if n != len(wrote) {
+		t.Errorf("%s: %d \"wrote\" lines, want %d:\n%s", what, n, len(wrote), out)
+	}
 }

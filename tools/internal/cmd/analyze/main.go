@@ -74,7 +74,7 @@ func parse(args []string, stdout io.Writer) (*config, error) {
 	fs.Float64Var(&th.Dead2, "dead-std", th.Dead2, "ε₂: the std bound of a dead capsule")
 	inv := fs.String("invariance", "", "also measure viewpoint invariance for these transformation families (comma-separated: rotation, shear, scale, translate-x, translate-y, or all), each over its default magnitudes")
 	fs.BoolVar(&c.markdown, "markdown", false, "print the tables as Markdown")
-	fs.StringVar(&c.json, "json", "", "also write every figure to this JSON file: the tables and accuracy for each checkpoint and over all, each checkpoint's per-capsule norms and per-coupling means and stds (Fig. 3) and invariance curves")
+	fs.StringVar(&c.json, "json", "", "also write every figure to this JSON file: the tables and accuracy for each checkpoint and over all, each checkpoint's per-capsule norms and per-coupling means and stds (Fig. 3) and invariance curves; schema "+study.Schema+", snake_case keys (docs/json.md)")
 	fs.StringVar(&c.ReconPath, "recon", "", "also write a PNG of the first 16 images beside their reconstructions by the (first) checkpoint to this file")
 	c.html = addHTMLFlags(fs)
 	if err := cli.Parse(fs, args, 0, stdout); err != nil {
@@ -174,8 +174,14 @@ func run(args []string, stdout io.Writer) error {
 	if err := res.WriteText(stdout, c.markdown); err != nil {
 		return err
 	}
+	if c.ReconPath != "" {
+		cli.Wrote(stdout, c.ReconPath, "reconstructions, PNG")
+	}
 	if err := c.html.write(stdout, res); err != nil {
 		return flagError(err)
+	}
+	if c.html.out != "" {
+		cli.Wrote(stdout, c.html.out, "HTML report")
 	}
 	if c.json == "" {
 		return nil
@@ -183,6 +189,7 @@ func run(args []string, stdout io.Writer) error {
 	if err := atomicfile.Write(c.json, res.WriteJSON); err != nil {
 		return fmt.Errorf("-json %s: %w", c.json, err)
 	}
+	cli.Wrote(stdout, c.json, "JSON, schema "+study.Schema)
 	return nil
 }
 

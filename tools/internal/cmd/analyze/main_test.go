@@ -50,12 +50,14 @@ func TestTables(t *testing.T) {
 			Accuracy        float64
 			Correct, Images int
 			Capsules        []struct {
-				Layer             string
-				NormMean, NormStd []float64
-				Dead              []bool
+				Layer    string
+				NormMean []float64 `json:"norm_mean"`
+				NormStd  []float64 `json:"norm_std"`
+				Dead     []bool
 			}
 			Couplings []struct {
-				NIn, NOut int
+				NIn       int `json:"n_in"`
+				NOut      int `json:"n_out"`
 				Mean, Std []float64
 			}
 			Invariance []struct {

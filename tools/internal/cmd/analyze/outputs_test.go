@@ -1,13 +1,18 @@
 package analyze
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/data"
+	"github.com/capstan-ml/capstan/train/study"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -68,4 +73,61 @@ func TestOutputAimedAtData(t *testing.T) {
 	env := []string{data.DataDirEnv + "=" + t.TempDir()}
 	r := clitest.Run(t, env, "-checkpoint", ck, "-data", "mnist", "-data-dir", dir, "-json", paths[3])
 	clitest.Refused(t, "-json "+paths[3], r, files, "-json "+paths[3], "-data "+paths[3])
+}
+
+// TestWroteLines: analyze confirms each file it writes (-recon, -html,
+// -json) with one line "wrote PATH (SIZE; NOTE)" on stdout, and prints a
+// legend under each table: as text, and as a paragraph with -markdown.
+func TestWroteLines(t *testing.T) {
+	ck := clitest.Checkpoint(t, "tiny-deep")
+	dir := t.TempDir()
+	js, html, recon := filepath.Join(dir, "a.json"), filepath.Join(dir, "a.html"), filepath.Join(dir, "r.png")
+	r := clitest.Run(t, nil, "-checkpoint", ck, "-k", "4", "-batch", "4", "-json", js, "-html", html, "-recon", recon, "-samples", "0")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	clitest.Wrote(t, "analyze", r.Stdout, map[string]string{
+		recon: "reconstructions, PNG", html: "HTML report", js: "JSON, schema " + study.Schema,
+	})
+	for _, want := range []string{"\nalive: counts of input → output capsules", "\nn: count. cns: mean over the 4 images"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("no legend %q under the tables:\n%s", want, r.Stdout)
+		}
+	}
+	r = clitest.Run(t, nil, "-checkpoint", ck, "-k", "4", "-batch", "4", "-markdown")
+	if r.Code != 0 || !strings.Contains(r.Stdout, " |\n\nalive: counts") || strings.Contains(r.Stdout, "wrote ") {
+		t.Errorf("-markdown: exit %d, want the legend a paragraph after Table 1 and no file:\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestJSONSchema: analyze -json decodes into the structure docs/json.md
+// documents (study.Result, every key snake_case) with no unknown key, and
+// names its schema capstan-analyze/1.
+func TestJSONSchema(t *testing.T) {
+	ck := clitest.Checkpoint(t, "tiny-deep")
+	js := filepath.Join(t.TempDir(), "a.json")
+	r := clitest.Run(t, nil, "-checkpoint", ck, "-k", "4", "-batch", "4", "-invariance", "rotation", "-json", js)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	raw, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var res study.Result
+	if err := dec.Decode(&res); err != nil {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+	if res.Schema != "capstan-analyze/1" || res.Data != "mnist-embedded-test" || len(res.Checkpoints) != 1 ||
+		res.Tables.K != 4 || len(res.Checkpoints[0].Invariance) == 0 {
+		t.Errorf("decoded: schema %q, data %q, %d checkpoint(s), %d images", res.Schema, res.Data, len(res.Checkpoints), res.Tables.K)
+	}
+	// Every key is snake_case: lower case letters, digits and underscores.
+	for _, m := range regexp.MustCompile(`"([^"]*)":`).FindAllStringSubmatch(string(raw), -1) {
+		if !regexp.MustCompile(`^[a-z][a-z0-9_]*$`).MatchString(m[1]) {
+			t.Errorf("key %q is not snake_case", m[1])
+		}
+	}
 }

@@ -115,11 +115,11 @@ func extractTarball(tgz, dest string, files []data.File, logf func(string, ...an
 		if !ok || strings.TrimSuffix(dir, "/") != "package/data" || h.Typeflag != tar.TypeReg {
 			continue
 		}
-		n, err := writeAtomic(dest, base, tr, checkSHA256(base+" from "+tgz, want, false))
+		_, err = writeAtomic(dest, base, tr, checkSHA256(base+" from "+tgz, want, false))
 		if err != nil {
 			return err
 		}
-		logf("wrote %s (%d bytes, SHA-256 verified)", filepath.Join(dest, base), n)
+		wrote(filepath.Join(dest, base), "SHA-256 verified")
 		done[base] = true
 	}
 	var missing []string
@@ -144,12 +144,12 @@ func copyGzipped(src, dest string, files []data.File, logf func(string, ...any))
 		if err != nil {
 			return err
 		}
-		n, err := writeAtomic(dest, gz, f, checkSHA256(filepath.Join(src, gz), want, true))
+		_, err = writeAtomic(dest, gz, f, checkSHA256(filepath.Join(src, gz), want, true))
 		f.Close()
 		if err != nil {
 			return err
 		}
-		logf("wrote %s (%d bytes, SHA-256 of the content verified)", filepath.Join(dest, gz), n)
+		wrote(filepath.Join(dest, gz), "SHA-256 of the content verified")
 	}
 	return nil
 }

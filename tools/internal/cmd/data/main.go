@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,12 @@ func setNames() []string {
 }
 
 func logf(format string, args ...any) { fmt.Printf("data: "+format+"\n", args...) }
+
+// stdout receives the line of each data file written (a test's buffer).
+var stdout io.Writer = os.Stdout
+
+// wrote confirms a data file written (cli.Wrote, on stdout).
+func wrote(path, note string) { cli.Wrote(stdout, path, note) }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)

@@ -78,6 +78,6 @@ func run(args []string) error {
 	if err := capsnet.DumpFiles(cfg, *weights, *batch, *out); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s (kernels %s)\n", *out, kernels.Impl())
+	cli.Wrote(os.Stdout, *out, "kernels "+kernels.Impl())
 	return nil
 }

@@ -37,3 +37,16 @@ func TestOutputAimedAtInput(t *testing.T) {
 		}
 	}
 }
+
+// TestWroteLine: dump confirms the file it writes with one line "wrote
+// PATH (SIZE; kernels NAME)" on stdout.
+func TestWroteLine(t *testing.T) {
+	src := filepath.Join("..", "..", "..", "..", "testdata", "oracle")
+	out := filepath.Join(t.TempDir(), "out.safetensors")
+	r := clitest.Run(t, nil, "-weights", filepath.Join(src, "tiny-deep-weights.safetensors"), "-batch", filepath.Join(src, "tiny-deep-expected.safetensors"),
+		"-model", "tiny-deep", "-out", out, "-kernels", "ref")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	clitest.Wrote(t, "dump", r.Stdout, map[string]string{out: "kernels ref"})
+}

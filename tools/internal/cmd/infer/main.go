@@ -236,8 +236,13 @@ func evaluate(ev *eval.Evaluator, ds *data.Dataset, kind string, b int) (*data.B
 		}
 		fmt.Println()
 	}
+	fmt.Println(confusionLegend)
 	return vb, nil
 }
+
+// confusionLegend is the legend under the confusion matrix.
+const confusionLegend = `counts of images: a row sums to the images of its true class, the diagonal holds those classified
+correctly; accuracy = the diagonal's sum / images; img/s = images / the evaluation's wall time.`
 
 // printFootprint prints the static memory an evaluator holds and the
 // kernels it runs, before its first image.
@@ -271,15 +276,14 @@ func (f figures) fromData(p *capsnet.Params, ds *data.Dataset, b *data.Batcher) 
 		if err = f.write("recon", f.recon, fig, err); err != nil {
 			return err
 		}
-		fmt.Printf("reconstructions of the first %d images (inputs on the left): %s\n", min(16, ds.N), f.recon)
+		cli.Wrote(os.Stdout, f.recon, fmt.Sprintf("reconstructions of the first %d images, inputs on the left", min(16, ds.N)))
 	}
 	if f.perturb != "" {
 		g, label, err := eval.PerturbationGridAt(p, ds, f.index, f.top)
 		if err = f.write("perturb", f.perturb, g.PNG, err); err != nil {
 			return err
 		}
-		class := g.Class
-		fmt.Printf("capsule perturbations of image %d (label %d, predicted %d; rows: dimensions, columns: shifts -0.25 to 0.25): %s\n", f.index, label, class, f.perturb)
+		cli.Wrote(os.Stdout, f.perturb, fmt.Sprintf("capsule perturbations of image %d, label %d, predicted %d; rows: dimensions ranked by effect, columns: shifts -0.25 to 0.25", f.index, label, g.Class))
 	}
 	return nil
 }
@@ -291,15 +295,14 @@ func (f figures) fromImage(p *capsnet.Params, x []float32) error {
 		if err = f.write("recon", f.recon, fig, err); err != nil {
 			return err
 		}
-		fmt.Printf("the image beside its reconstruction: %s\n", f.recon)
+		cli.Wrote(os.Stdout, f.recon, "the image beside its reconstruction")
 	}
 	if f.perturb != "" {
 		g, err := eval.PerturbationGrid(p, x, f.top)
 		if err = f.write("perturb", f.perturb, g.PNG, err); err != nil {
 			return err
 		}
-		class := g.Class
-		fmt.Printf("capsule perturbations of class %d (rows: dimensions, columns: shifts -0.25 to 0.25): %s\n", class, f.perturb)
+		cli.Wrote(os.Stdout, f.perturb, fmt.Sprintf("capsule perturbations of class %d; rows: dimensions ranked by effect, columns: shifts -0.25 to 0.25", g.Class))
 	}
 	return nil
 }

@@ -1,11 +1,13 @@
 package infer
 
 import (
+	"bytes"
 	"image"
 	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -67,4 +69,59 @@ func TestOutputAimedAtData(t *testing.T) {
 		r := clitest.Run(t, env, "-checkpoint", ck, "-data", name, "-data-dir", dir, "-recon", dir+"/./"+filepath.Base(paths[2]))
 		clitest.Refused(t, "-data "+name, r, files, "-recon "+dir+"/./", "-data "+paths[2])
 	}
+}
+
+// TestWroteLines: infer confirms each figure it writes (-recon,
+// -perturb) with one line "wrote PATH (SIZE; NOTE)" on stdout, for a data
+// set and for an -image, and prints the legend under the confusion
+// matrix.
+func TestWroteLines(t *testing.T) {
+	ck := clitest.Checkpoint(t, "tiny-deep")
+	dir := t.TempDir()
+	recon, perturb := filepath.Join(dir, "r.png"), filepath.Join(dir, "p.png")
+	r := clitest.Run(t, nil, "-checkpoint", ck, "-recon", recon, "-perturb", perturb, "-perturb-index", "3")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	i := strings.Index(r.Stdout, "capsule perturbations of image 3, label ")
+	j := strings.Index(r.Stdout[max(i, 0):], ";")
+	if i < 0 || j < 0 {
+		t.Fatalf("no -perturb line:\n%s", r.Stdout)
+	}
+	note := r.Stdout[i : i+j] // the label and the predicted class
+	clitest.Wrote(t, "infer", r.Stdout, map[string]string{
+		recon:   "reconstructions of the first 16 images, inputs on the left",
+		perturb: note + "; rows: dimensions ranked by effect, columns: shifts -0.25 to 0.25",
+	})
+	if !strings.Contains(r.Stdout, "\n"+confusionLegend+"\n") {
+		t.Errorf("no legend under the confusion matrix:\n%s", r.Stdout)
+	}
+	img := filepath.Join(dir, "digit.png")
+	if err := os.WriteFile(img, onePixelPNG(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = clitest.Run(t, nil, "-checkpoint", ck, "-image", img, "-recon", recon, "-perturb", perturb)
+	if r.Code != 0 {
+		t.Fatalf("-image: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	i = strings.Index(r.Stdout, "capsule perturbations of class ")
+	j = strings.Index(r.Stdout[max(i, 0):], ";")
+	if i < 0 || j < 0 {
+		t.Fatalf("-image: no -perturb line:\n%s", r.Stdout)
+	}
+	clitest.Wrote(t, "infer -image", r.Stdout, map[string]string{
+		recon:   "the image beside its reconstruction",
+		perturb: r.Stdout[i:i+j] + "; rows: dimensions ranked by effect, columns: shifts -0.25 to 0.25",
+	})
+}
+
+// onePixelPNG is a 28×28 grey PNG with one white pixel.
+func onePixelPNG(t *testing.T) []byte {
+	img := image.NewGray(image.Rect(0, 0, 28, 28))
+	img.SetGray(14, 14, color.Gray{Y: 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

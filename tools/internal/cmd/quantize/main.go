@@ -128,8 +128,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("float32 checkpoint %s: %s\nint8 model %s: %s (%.3f× the checkpoint; votes scales per %s)\n",
-		o.ck, bytesStr(fsz), o.out, bytesStr(qsz), float64(qsz)/float64(fsz), o.granularity)
+	cli.Wrote(os.Stdout, o.out, fmt.Sprintf("int8 model, %.3f× the float32 checkpoint's %s; votes scales per %s", float64(qsz)/float64(fsz), cli.Size(fsz), o.granularity))
 	if o.eval == "none" {
 		return nil
 	}
@@ -227,8 +226,14 @@ func compare(p *capsnet.Params, m *quant.Model, o options) error {
 	}
 	fmt.Printf("accuracy on %s (%d images): float32 %.2f%%, int8 %.2f%% (%+.2f points); the int8 model predicts the float32 one's class on %.2f%% (%d images differ: %d fixed, %d broken)\n",
 		ds.Name, c.Total, 100*c.AccA, 100*c.AccB, 100*(c.AccB-c.AccA), 100*c.Agreement(), c.Differ, c.Fixed, c.Broken)
+	fmt.Println(compareLegend)
 	return nil
 }
+
+// compareLegend is the legend under compare's line.
+const compareLegend = `points: int8 accuracy − float32 accuracy; "predicts the float32 one's class on": share of the
+images both classify alike; differ, fixed, broken: counts of images (fixed: only int8 right, broken:
+only float32 right).`
 
 func methodName(m quant.Method, pct float64) string {
 	if m == quant.Percentile {
@@ -248,5 +253,3 @@ func sizes(a, b string) (int64, int64, error) {
 	}
 	return sa.Size(), sb.Size(), nil
 }
-
-func bytesStr(n int64) string { return fmt.Sprintf("%d bytes (%.2f MiB)", n, float64(n)/(1<<20)) }

@@ -1,16 +1,30 @@
 package quantize
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/quant"
+	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
 )
 
 func TestMain(m *testing.M) { clitest.MainOf(m, "quantize", Main) }
+
+// wroteNote is the note of quantize's line for int8 model out of
+// checkpoint ck with votes scales per granularity.
+func wroteNote(t *testing.T, ck, out, granularity string) string {
+	t.Helper()
+	a, errA := os.Stat(ck)
+	b, errB := os.Stat(out)
+	if errA != nil || errB != nil {
+		t.Fatal(errA, errB)
+	}
+	return fmt.Sprintf("int8 model, %.3f× the float32 checkpoint's %s; votes scales per %s", float64(b.Size())/float64(a.Size()), cli.Size(a.Size()), granularity)
+}
 
 // TestQuantize quantizes a tiny checkpoint on the embedded data (as
 // tools/train writes one) and checks the output: both sizes, both
@@ -22,7 +36,8 @@ func TestQuantize(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
-	for _, want := range []string{"float32 checkpoint " + ck, "int8 model " + out, "× the checkpoint", "accuracy on mnist-embedded-test (1000 images)", "float32 ", "int8 ", "points", "predicts the float32 one's class on"} {
+	clitest.Wrote(t, "quantize", r.Stdout, map[string]string{out: wroteNote(t, ck, out, "block")})
+	for _, want := range []string{"accuracy on mnist-embedded-test (1000 images)", "float32 ", "int8 ", "points", "predicts the float32 one's class on", "\n" + compareLegend + "\n"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.Stdout)
 		}

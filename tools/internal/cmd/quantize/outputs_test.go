@@ -1,6 +1,7 @@
 package quantize
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
@@ -32,4 +33,17 @@ func TestOutputAimedAtData(t *testing.T) {
 		r := clitest.Run(t, env, append(args, "-checkpoint", ck, "-data-dir", dir, "-out", paths[0], "-calib-images", "8")...)
 		clitest.Refused(t, args[1], r, files, "-out "+paths[0], "-data "+paths[0])
 	}
+}
+
+// TestWroteLine: quantize confirms the int8 model it writes, at the
+// default -out beside the checkpoint, with one line "wrote PATH (SIZE;
+// NOTE)" on stdout.
+func TestWroteLine(t *testing.T) {
+	ck := clitest.Checkpoint(t, "tiny-deep")
+	r := clitest.Run(t, nil, "-checkpoint", ck, "-calib-images", "8", "-eval", "none", "-threads", "1")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	out := strings.TrimSuffix(ck, ".safetensors") + ".int8.safetensors"
+	clitest.Wrote(t, "quantize", r.Stdout, map[string]string{out: wroteNote(t, ck, out, "capsule")})
 }

@@ -29,7 +29,7 @@ func collectCmd(args []string) error {
 	manifest := fs.String("manifest", "", "the sweep's manifest (sweep plan's DIR/manifest.ndjson)")
 	md := fs.String("markdown", "", "Markdown file of the tables")
 	htmlPath := fs.String("html", "", "HTML page of the tables and the accuracy heatmaps")
-	jsonPath := fs.String("json", "", "JSON file of the summary")
+	jsonPath := fs.String("json", "", "JSON file of the summary (schema "+sweep.SummarySchema+", snake_case keys; docs/json.md)")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
 	}
@@ -49,6 +49,11 @@ func collectCmd(args []string) error {
 	}
 	if err := s.WriteFiles(*md, *htmlPath, *jsonPath); err != nil {
 		return err
+	}
+	for _, f := range []struct{ path, note string }{{*md, "Markdown tables"}, {*htmlPath, "HTML page"}, {*jsonPath, "JSON, schema " + sweep.SummarySchema}} {
+		if f.path != "" {
+			cli.Wrote(os.Stdout, f.path, f.note)
+		}
 	}
 	fmt.Fprintln(os.Stderr, s.Counts())
 	return nil

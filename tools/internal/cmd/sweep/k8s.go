@@ -72,7 +72,7 @@ func k8sCmd(args []string) error {
 	if err := atomicfile.WriteBytes(path, job); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s: %d tasks\n", path, len(tasks))
+	cli.Wrote(os.Stdout, path, fmt.Sprintf("Kubernetes Indexed Job, %d tasks", len(tasks)))
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/tools/internal/runout"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/sweep"
@@ -157,7 +158,7 @@ func plan(args []string) error {
 	if err := sweep.WriteManifest(path, tasks); err != nil {
 		return err
 	}
-	fmt.Printf("grid %s: %d tasks written to %s\n", g.Name, len(tasks), path)
+	cli.Wrote(os.Stdout, path, fmt.Sprintf("manifest of grid %s, %d tasks", g.Name, len(tasks)))
 	if *ips == 0 {
 		fmt.Printf("measuring the training speed of each model (a few steps each)…\n")
 	}
@@ -272,7 +273,16 @@ func runCmd(args []string) error {
 	ctx, sig, stop := cli.NotifyContext(os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Printf("sweep run: task %d of %d: model %s, seed %d, %s, run directory %s\n", i, len(tasks), t.Model, t.Seed, t.Data, sweep.Path(dir, t.Dir))
+	resPath := sweep.Path(dir, t.Result)
+	_, statErr := os.Stat(resPath)
+	done := statErr == nil // a task done already: RunTask writes nothing
 	_, err = sweep.RunTask(ctx, dir, t, sweep.RunOptions{DataDir: *dataDir, Log: os.Stdout})
+	if !done && (err == nil || errors.Is(err, sweep.ErrInterrupted)) {
+		runout.Wrote(os.Stdout, sweep.Path(dir, t.Dir))
+		if err == nil {
+			cli.Wrote(os.Stdout, resPath, "task result, JSON")
+		}
+	}
 	if errors.Is(err, sweep.ErrInterrupted) {
 		return cli.Interrupted{Signal: sig()}
 	}

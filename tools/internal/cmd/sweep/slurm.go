@@ -58,7 +58,7 @@ func slurmCmd(args []string) error {
 	if err := sweep.WriteSlurm(*manifest, path, script); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s: %d tasks\n", path, len(tasks))
+	cli.Wrote(os.Stdout, path, fmt.Sprintf("Slurm batch script, %d tasks", len(tasks)))
 	if !*submit {
 		return nil
 	}

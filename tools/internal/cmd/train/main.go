@@ -21,6 +21,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/kernels"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
+	"github.com/capstan-ml/capstan/tools/internal/runout"
 	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/data"
 	"github.com/capstan-ml/capstan/train/telemetry"
@@ -76,10 +77,14 @@ func run(args []string) error {
 		return flagError(err, badValue(err))
 	}
 	if res.Interrupted {
+		runout.Wrote(os.Stdout, o.OutDir)
 		fmt.Printf("resume with -resume %s\n", cli.ShellQuote(o.OutDir))
 		return cli.Interrupted{Signal: sig()}
 	}
 	report(res, o, *f.dataName)
+	if res.Done == 0 { // else nothing was written
+		runout.Wrote(os.Stdout, o.OutDir)
+	}
 	return nil
 }
 

@@ -36,6 +36,7 @@ func runProfile(f *flags) error {
 	if !f.given["batch"] {
 		batch = profileBatch
 	}
+	var prof *os.File
 	if *f.cpuprof != "" {
 		if err := cli.CheckOutputs([]cli.Path{{Flag: "-cpuprofile", Value: *f.cpuprof}}, []cli.Path{cli.ModelInput(*f.model)}); err != nil {
 			return err
@@ -45,6 +46,7 @@ func runProfile(f *flags) error {
 			return fmt.Errorf("-cpuprofile: %w", err)
 		}
 		defer w.Close()
+		prof = w
 		if err := pprof.StartCPUProfile(w); err != nil {
 			return fmt.Errorf("-cpuprofile: %w", err)
 		}
@@ -59,7 +61,11 @@ func runProfile(f *flags) error {
 		return err
 	}
 	if *f.cpuprof != "" {
-		fmt.Fprintf(os.Stderr, "wrote %s (go tool pprof -top %s)\n", *f.cpuprof, *f.cpuprof)
+		pprof.StopCPUProfile()
+		if err := prof.Close(); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		cli.Wrote(os.Stderr, *f.cpuprof, "CPU profile: go tool pprof -top "+cli.ShellQuote(*f.cpuprof))
 	}
 	return nil
 }
