@@ -171,8 +171,8 @@ func sameAll(t *testing.T, what string, a, b map[string]safetensors.Tensor) {
 // uninterrupted run's in ref (every step once, the same values).
 func sameTelemetry(t *testing.T, what, ref, dir string) {
 	t.Helper()
-	a, err1 := os.ReadFile(filepath.Join(ref, telemetry.FileName))
-	b, err2 := os.ReadFile(filepath.Join(dir, telemetry.FileName))
+	a, err1 := os.ReadFile(filepath.Join(ref, telemetry.GzipName))
+	b, err2 := os.ReadFile(filepath.Join(dir, telemetry.GzipName))
 	if err1 != nil || err2 != nil || len(a) == 0 || string(a) != string(b) {
 		t.Fatalf("%s: the telemetry file (%d bytes, %v) differs from the uninterrupted run's (%d bytes, %v)", what, len(b), err2, len(a), err1)
 	}

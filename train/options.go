@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/capstan-ml/capstan/train/telemetry"
 	"io"
 	"math"
 	"strconv"
@@ -44,7 +45,8 @@ type Options struct {
 	TargetAcc float64
 	Seed      uint64
 	// OutDir receives checkpoint.safetensors, optimizer-STEP.safetensors,
-	// metrics.ndjson and, with Telemetry, telemetry.ndjson.
+	// metrics.ndjson and, with Telemetry, telemetry.ndjson.gz (or
+	// telemetry.ndjson: TelemetryForm).
 	OutDir string
 	// Resume names a checkpoint directory (or file) to continue from.
 	Resume string
@@ -60,13 +62,18 @@ type Options struct {
 	// and ETA (for terminals) instead of periodic plain lines.
 	Log      io.Writer
 	Progress bool
-	// Telemetry writes telemetry.ndjson (train/telemetry) to OutDir: per
+	// Telemetry writes telemetry.ndjson.gz (train/telemetry) to OutDir: per
 	// training step, every capsule's largest norm over the batch and
 	// ‖∂L_m/∂W[j,i]‖_F of every routing layer (the paper's appendix
 	// figures). It costs a margin-only backward pass through the capsule
 	// layers per step: about 1.5% of the deep model's training CPU time
 	// (docs/telemetry.md).
 	Telemetry bool
+	// TelemetryForm is the form of a fresh telemetry file: gzip members
+	// (telemetry.Gzip, the zero value: about 2.7× smaller) or plain NDJSON
+	// (telemetry.Plain, telemetry.ndjson). A resume continues the file the
+	// run directory holds in the form it has.
+	TelemetryForm telemetry.Form
 }
 
 // DefaultOptions returns the paper's recipe (docs/semantics.md §5) for a model.

@@ -335,7 +335,7 @@ func (d *runDir) start(o *Options, t *Trainer) (runState, error) {
 	if o.Telemetry {
 		h := telemetryHeader(o.Model.Name, o.Batch, t.Reps[0])
 		h.Run = st.run
-		if err := d.openTelemetry(h, same, t.Step); err != nil {
+		if err := d.openTelemetry(h, same, t.Step, o.TelemetryForm); err != nil {
 			return st, err
 		}
 		t.SetTelemetry(true)

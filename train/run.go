@@ -48,7 +48,7 @@ type Result struct {
 // instant the directory resumes from the last committed step.
 // metrics.ndjson is rewritten from the checkpoint's own history, so it
 // holds each completed epoch exactly once. With Options.Telemetry,
-// telemetry.ndjson is synced before every checkpoint commit and cut back
+// the telemetry file is synced before every checkpoint commit and cut back
 // to the checkpoint's step on resume, so it holds every step up to the
 // checkpoint exactly once. A fresh run in a directory holding a run's
 // checkpoint, finished or partial, of any model, the same one included,

@@ -239,14 +239,15 @@ func (d *runDir) writeMetrics(history []EpochMetrics, extra *EpochMetrics) error
 }
 
 // openTelemetry opens the telemetry file of the run h.Run: continued (cut
-// back to the checkpoint's step) when cont is set (the run resumes in its
-// own directory and the file is this run's), else a fresh one.
-func (d *runDir) openTelemetry(h telemetry.Header, cont bool, step int) error {
+// back to the checkpoint's step, in the form it has) when cont is set (the
+// run resumes in its own directory and the file is this run's), else a
+// fresh one of form form.
+func (d *runDir) openTelemetry(h telemetry.Header, cont bool, step int, form telemetry.Form) error {
 	var err error
 	if cont {
-		d.tw, err = telemetry.Resume(d.path, h, step)
+		d.tw, err = telemetry.Resume(d.path, h, step, form)
 	} else {
-		d.tw, err = telemetry.Create(d.path, h)
+		d.tw, err = telemetry.Create(d.path, h, form)
 	}
 	return err
 }

@@ -74,15 +74,15 @@ func TestLockDangling(t *testing.T) {
 	}
 }
 
-// TestTelemetrySymlink: a resume whose telemetry.ndjson is a link to a
+// TestTelemetrySymlink: a resume whose telemetry.ndjson.gz is a link to a
 // file outside the run directory is refused; the target is neither cut
 // nor appended to.
 func TestTelemetrySymlink(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "run")
 	o := oneEpochTelemetry(t, dir)
-	tel := filepath.Join(dir, "telemetry.ndjson")
-	target := filepath.Join(base, "telemetry-elsewhere.ndjson")
+	tel := filepath.Join(dir, "telemetry.ndjson.gz")
+	target := filepath.Join(base, "telemetry-elsewhere.ndjson.gz")
 	if err := os.Rename(tel, target); err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +105,11 @@ func TestTelemetrySymlink(t *testing.T) {
 // state makes a resume return an error within a second (the FIFO left as
 // it was), and a FIFO as metrics makes ReadMetrics return one.
 func TestFIFORunFiles(t *testing.T) {
-	for _, name := range []string{"telemetry.ndjson", MetricsName, CheckpointName, "optimizer-6.safetensors"} {
+	for _, name := range []string{"telemetry.ndjson.gz", "telemetry.ndjson", MetricsName, CheckpointName, "optimizer-6.safetensors"} {
 		dir := filepath.Join(t.TempDir(), "run")
 		o := oneEpochTelemetry(t, dir)
 		p := filepath.Join(dir, name)
-		if err := os.Remove(p); err != nil {
+		if err := os.Remove(p); err != nil && name != "telemetry.ndjson" { // the run wrote the .gz
 			t.Fatal(err)
 		}
 		if err := syscall.Mkfifo(p, 0o644); err != nil {

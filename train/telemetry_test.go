@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,17 +16,19 @@ import (
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
-// readTelemetry parses a run directory's telemetry file.
+// readTelemetry parses a run directory's telemetry file (telemetry.Find)
+// and returns it with the file's bytes.
 func readTelemetry(t *testing.T, dir string) (*telemetry.Log, []byte) {
 	t.Helper()
-	path := filepath.Join(dir, telemetry.FileName)
+	path, err := telemetry.Find(dir)
+	if err != nil || path == "" {
+		t.Fatalf("no telemetry file in %s: %v", dir, err)
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _ := os.Open(path)
-	defer f.Close()
-	l, err := telemetry.Read(f, path)
+	l, err := telemetry.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +38,27 @@ func readTelemetry(t *testing.T, dir string) (*telemetry.Log, []byte) {
 // TestTelemetryRun: a run with Telemetry writes one record per step with
 // the net's shapes, and a run interrupted anywhere and resumed writes the
 // same file byte for byte, as does one killed after steps past its
-// checkpoint (records after it, a torn line).
+// checkpoint (records after it, a torn line or a truncated gzip member);
+// in either form (the gzip file, the default, and the plain one).
 func TestTelemetryRun(t *testing.T) {
+	for _, form := range []telemetry.Form{telemetry.Gzip, telemetry.Plain} {
+		t.Run(form.String(), func(t *testing.T) { testTelemetryRun(t, form) })
+	}
+}
+
+func testTelemetryRun(t *testing.T, form telemetry.Form) {
 	base := t.TempDir()
 	ref := filepath.Join(base, "ref")
 	o := tinyOptions(t, ref)
-	o.Telemetry = true
+	o.Telemetry, o.TelemetryForm = true, form
+	if _, err := os.Stat(filepath.Join(ref, form.Name())); err == nil {
+		t.Fatal("the run directory exists before the run")
+	}
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ref, form.Name())); err != nil {
+		t.Fatalf("the %s form: %v", form, err)
 	}
 	l, refRaw := readTelemetry(t, ref)
 	p, _ := capsnet.NewParams(o.Model)
@@ -77,21 +93,27 @@ func TestTelemetryRun(t *testing.T) {
 	for _, k := range []int{1, 6, 8} {
 		dir := filepath.Join(base, fmt.Sprint(k))
 		io := tinyOptions(t, dir)
-		io.Telemetry = true
+		io.Telemetry, io.TelemetryForm = true, form
 		runInterrupted(t, io, k)
 		io.Resume = dir
 		if _, err := Run(context.Background(), io); err != nil {
 			t.Fatal(err)
 		}
-		if _, raw := readTelemetry(t, dir); string(raw) != string(refRaw) {
+		// The interrupted run's checkpoint closed a gzip member where the
+		// uninterrupted run's has none: the same text, in other members.
+		if _, raw := readTelemetry(t, dir); string(gunzip(t, raw)) != string(gunzip(t, refRaw)) {
 			t.Errorf("interrupted after step %d and resumed: the telemetry file differs from the uninterrupted run's", k)
 		}
 	}
 	// Killed after step 8 with its checkpoint at step 6: records 7 and 8
-	// and a torn line are in the file.
+	// and a torn line are in the file (plain), or a truncated member.
 	dir := filepath.Join(base, "killed")
-	o1 := oneEpochTelemetry(t, dir)
-	path := filepath.Join(dir, telemetry.FileName)
+	o1 := tinyOptions(t, dir)
+	o1.Telemetry, o1.Epochs, o1.TelemetryForm = true, 1, form
+	if _, err := Run(context.Background(), o1); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, form.Name())
 	after, _ := os.ReadFile(path)
 	extra := refRaw[len(after):]
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -115,6 +137,19 @@ func TestTelemetryRun(t *testing.T) {
 	if l, _ := readTelemetry(t, dir); len(l.Records) != 6 {
 		t.Errorf("a fresh run of one epoch over the directory left %d records, want 6", len(l.Records))
 	}
+}
+
+// gunzip decompresses b when it is gzip (every member), else returns it.
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return must(io.ReadAll(zr))
 }
 
 func oneEpochTelemetry(t *testing.T, dir string) Options {
@@ -230,7 +265,7 @@ func TestTelemetryStepNoAllocs(t *testing.T) {
 	tr, x, labels := tinyTrainer(t)
 	defer tr.Close()
 	tr.SetTelemetry(true)
-	w, err := telemetry.Create(t.TempDir(), telemetryHeader("tiny-deep", 8, tr.Reps[0]))
+	w, err := telemetry.Create(t.TempDir(), telemetryHeader("tiny-deep", 8, tr.Reps[0]), telemetry.Gzip)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +320,7 @@ func TestTelemetryRunID(t *testing.T) {
 	}
 	// b's telemetry file in a (a run of seed 2 that started there and
 	// was killed before its first checkpoint), then a resumes.
-	if err := os.WriteFile(filepath.Join(a, telemetry.FileName), must(os.ReadFile(filepath.Join(b, telemetry.FileName))), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(a, telemetry.GzipName), must(os.ReadFile(filepath.Join(b, telemetry.GzipName))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	o.Epochs, o.Resume = 2, a
@@ -314,29 +349,31 @@ func must(b []byte, err error) []byte {
 }
 
 // TestTelemetryResumeGzip: a run directory committed with its telemetry
-// compressed (telemetry.ndjson.gz, the plain file absent: bench/repro's
-// form) resumes with every record of the steps before the checkpoint:
-// the file equals an uninterrupted run's.
+// compressed as one gzip member (telemetry.ndjson.gz made by gzip from a
+// plain file, which is absent: bench/repro's form) resumes in place with
+// every record of the steps before the checkpoint: the file decodes to an
+// uninterrupted run's.
 func TestTelemetryResumeGzip(t *testing.T) {
 	base := t.TempDir()
 	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
 	o := tinyOptions(t, a)
-	o.Telemetry, o.Epochs = true, 2
+	o.Telemetry, o.Epochs, o.TelemetryForm = true, 2, telemetry.Plain
 	if _, err := Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	whole := must(os.ReadFile(filepath.Join(a, telemetry.FileName)))
 	ob := tinyOptions(t, b)
-	ob.Telemetry, ob.Epochs = true, 1
+	ob.Telemetry, ob.Epochs, ob.TelemetryForm = true, 1, telemetry.Plain
 	if _, err := Run(context.Background(), ob); err != nil {
 		t.Fatal(err)
 	}
 	plain := filepath.Join(b, telemetry.FileName)
+	gz := filepath.Join(b, telemetry.GzipName)
 	var zb bytes.Buffer
 	zw := gzip.NewWriter(&zb)
 	zw.Write(must(os.ReadFile(plain)))
 	zw.Close()
-	if err := os.WriteFile(filepath.Join(b, telemetry.GzipName), zb.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(gz, zb.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(plain); err != nil {
@@ -346,7 +383,10 @@ func TestTelemetryResumeGzip(t *testing.T) {
 	if _, err := Run(context.Background(), ob); err != nil {
 		t.Fatal(err)
 	}
-	if got := must(os.ReadFile(plain)); !bytes.Equal(got, whole) {
+	if _, err := os.Stat(plain); err == nil {
+		t.Errorf("the resume unpacked %s", telemetry.GzipName)
+	}
+	if got := gunzip(t, must(os.ReadFile(gz))); !bytes.Equal(got, whole) {
 		t.Errorf("resumed from %s: %d bytes of telemetry, want the uninterrupted run's %d", telemetry.GzipName, len(got), len(whole))
 	}
 }

@@ -7,12 +7,16 @@
 #     one the checkpoint names is left), or, with -finished (the run reached
 #     its target or its last epoch: resuming it trains nothing and needs no
 #     optimizer state), none: tracked ones are removed from the index;
-#   - telemetry.ndjson compressed to telemetry.ndjson.gz, which
-#     tools/analyze reads: with -finished max-pooled into at most 1,000
-#     records (go run ./tools/pool; the pooling is recorded in the file's
-#     header, and a pooled log cannot be continued), else whole (gzip -9,
-#     through a temporary file and a rename), which train -resume
-#     unpacks and continues; the plain file is not staged;
+#   - the telemetry as telemetry.ndjson.gz, which tools/analyze reads:
+#     with -finished max-pooled into at most 1,000 records (go run
+#     ./tools/pool, from telemetry.ndjson or, as runs write it by default,
+#     telemetry.ndjson.gz; the pooling is recorded in the file's header,
+#     and a pooled log cannot be continued; a pooled one is kept), else
+#     whole: a plain telemetry.ndjson (runs with -telemetry-format ndjson,
+#     and those before gzip was the default) compressed (gzip -9, through
+#     a temporary file and a rename), a telemetry.ndjson.gz as the run
+#     wrote it (gzip members); train -resume continues either in place;
+#     the plain file is not staged;
 #   - the deletion of tracked files that are gone (an earlier optimizer
 #     state).
 # Stop the run first (kill -TERM: it saves its position inside the epoch).
@@ -40,6 +44,13 @@ for d in "$@"; do
 		tmp=$(mktemp "$d/.telemetry.ndjson.gz.tmp-XXXXXX")
 		gzip -9 -c "$d/telemetry.ndjson" >"$tmp"
 		sync "$tmp"
+		chmod 644 "$tmp"
+		mv "$tmp" "$d/telemetry.ndjson.gz"
+		files+=("$d/telemetry.ndjson.gz")
+	elif [ -f "$d/telemetry.ndjson.gz" ] && [ "$finished" = 1 ] &&
+		! { gzip -dc "$d/telemetry.ndjson.gz" 2>/dev/null || true; } | head -n 1 | grep -q '"pool":'; then
+		tmp=$(mktemp "$d/.telemetry.ndjson.gz.tmp-XXXXXX")
+		go run ./tools/pool -max 1000 "$d/telemetry.ndjson.gz" "$tmp"
 		chmod 644 "$tmp"
 		mv "$tmp" "$d/telemetry.ndjson.gz"
 		files+=("$d/telemetry.ndjson.gz")

@@ -15,7 +15,7 @@ import (
 func writeLog(t *testing.T, dir string, n int) string {
 	t.Helper()
 	h := telemetry.Header{Format: telemetry.Format, Model: "m", Batch: 4, Layers: []telemetry.Layer{{Name: "primary", N: 2, D: 2}, {Name: "caps.0", N: 3, D: 2}}}
-	w, err := telemetry.Create(dir, h)
+	w, err := telemetry.Create(dir, h, telemetry.Gzip) // the form runs write by default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func writeLog(t *testing.T, dir string, n int) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, telemetry.FileName)
+	return filepath.Join(dir, telemetry.GzipName)
 }
 
 func TestPool(t *testing.T) {

@@ -103,7 +103,7 @@ func (in *Input) writeTelemetry(b *strings.Builder) error {
 		return nil
 	}
 	if t == nil || len(t.Records) == 0 {
-		figure.Note(b, "No telemetry given (tools/analyze -telemetry FILE; a run records %s next to its checkpoint when telemetry is on).", telemetry.FileName)
+		figure.Note(b, "No telemetry given (tools/analyze -telemetry FILE; a run records %s next to its checkpoint when telemetry is on).", telemetry.GzipName)
 		return nil
 	}
 	recs := t.Records

@@ -38,7 +38,7 @@ func headerOf(t *testing.T, path, run string) telemetry.Header {
 func writeTelemetry(t *testing.T, h telemetry.Header, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	w, err := telemetry.Create(dir, h)
+	w, err := telemetry.Create(dir, h, telemetry.Gzip) // the form runs write by default
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func writeTelemetry(t *testing.T, h telemetry.Header, n int) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, telemetry.FileName)
+	return filepath.Join(dir, telemetry.GzipName)
 }
 
 func ones(n int) []float32 {

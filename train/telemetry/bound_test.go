@@ -92,9 +92,9 @@ func readFileJSON(path string) (*Log, error) {
 }
 
 // TestResumeGzipChecked: a resume reads a compressed file's header line
-// before unpacking it: another run's (or a pooled) file is not unpacked
-// (its damaged body is never read), and unpacking stops at UnpackLimit,
-// derived from MaxLogBytes.
+// before reading it further: another run's (or a pooled) file is not read
+// (its damaged body never is), and the resume decompresses at most
+// UnpackLimit, derived from MaxLogBytes.
 func TestResumeGzipChecked(t *testing.T) {
 	h := testHeader()
 	other := h
@@ -107,7 +107,7 @@ func TestResumeGzipChecked(t *testing.T) {
 	if err := os.WriteFile(gz, damaged, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Resume(dir, h, 5)
+	w, err := Resume(dir, h, 5, Plain)
 	if err != nil {
 		t.Fatalf("resume beside another run's compressed telemetry: %v, want a fresh file", err)
 	}
@@ -121,7 +121,7 @@ func TestResumeGzipChecked(t *testing.T) {
 	pooledHdr.Pool = &Pooling{Window: 2, First: 1, Last: 4, Records: 4}
 	pz := gzipBytes(t, zeroRecords(t, pooledHdr, 2))
 	os.WriteFile(gz, pz[:len(pz)-4], 0o644) // a damaged trailer
-	if _, err := Resume(dir, h, 5); !errors.Is(err, errPooled) || !strings.Contains(err.Error(), gz) {
+	if _, err := Resume(dir, h, 5, Plain); !errors.Is(err, errPooled) || !strings.Contains(err.Error(), gz) {
 		t.Errorf("resume from a pooled compressed log: %v, want errPooled naming %s", err, gz)
 	}
 
@@ -132,14 +132,14 @@ func TestResumeGzipChecked(t *testing.T) {
 		t.Errorf("UnpackLimit %d, want at least the %d bytes of 2 records, at most 2000", lim, len(testFile(t, h, 2)))
 	}
 	os.WriteFile(gz, gzipBytes(t, zeroRecords(t, h, 20)), 0o644) // more than 2000 bytes
-	if _, err := Resume(dir, h, 5); err == nil || !strings.Contains(err.Error(), "MaxLogBytes") || !strings.Contains(err.Error(), gz) {
+	if _, err := Resume(dir, h, 5, Plain); err == nil || !strings.Contains(err.Error(), "MaxLogBytes") || !strings.Contains(err.Error(), gz) {
 		t.Errorf("unpacking 20 records with MaxLogBytes for 2: %v", err)
 	}
 	if _, err := os.Stat(plain); err == nil {
 		t.Errorf("a refused unpack left %s", FileName)
 	}
 	os.WriteFile(gz, gzipBytes(t, testFile(t, h, 2)), 0o644)
-	w, err = Resume(dir, h, 5)
+	w, err = Resume(dir, h, 5, Plain)
 	if err != nil {
 		t.Fatalf("unpacking 2 records with MaxLogBytes for 2: %v", err)
 	}

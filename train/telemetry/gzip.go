@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -15,18 +16,18 @@ import (
 	"github.com/capstan-ml/capstan/train/runfile"
 )
 
-// GzipName is the compressed form of FileName that a run directory may
-// hold instead of it, made with gzip (gzip -k telemetry.ndjson): the
-// telemetry of a long run is about 1.4 MB of text per epoch of the deep
-// model at batch 512 and compresses about 2.7×, which is what a committed
-// run directory should carry. Find and Open read it as they read the
-// plain file; Resume unpacks it into FileName before appending.
+// GzipName is the compressed form of FileName, the one a run writes by
+// default (Gzip): the telemetry of a long run is about 1.4 MB of text per
+// epoch of the deep model at batch 512 and compresses about 2.7×. A run
+// writes it in gzip members (Writer); a committed run directory may hold
+// it as one member (gzip -9 -k telemetry.ndjson, bench/repro/pack.sh).
+// Find and Open read it as they read the plain file; Resume continues it
+// in place.
 const GzipName = FileName + ".gz"
 
-// MaxUnpackedBytes bounds the size Resume writes when it unpacks a
-// GzipName file (a gzip stream can expand without limit); it is a bound
-// on disk, not memory: unpacking streams. A package variable: raise it for
-// longer runs.
+// MaxUnpackedBytes bounds the decompressed bytes Resume reads from a
+// GzipName file to find its resume point (a gzip stream can expand
+// without limit). A package variable: raise it for longer runs.
 var MaxUnpackedBytes int64 = 1 << 36
 
 // gzipMagic starts every gzip stream (RFC 1952).
@@ -52,9 +53,12 @@ func Find(dir string) (string, error) {
 
 // Open opens a telemetry file for reading, plain or gzip-compressed: a
 // file that starts with gzip's magic bytes is decompressed, whatever its
-// name. A FIFO, directory or device is refused without blocking
-// (runfile.Open); a link the caller names is followed. Closing the result
-// closes the file.
+// name, its members (Writer) as one stream. A compressed file that ends
+// truncated (a killed run's last member, not flushed whole) reads up to
+// its last complete line: the torn line is dropped, as Resume drops it;
+// a damaged one (bad checksum, bad member header) is an error. A FIFO,
+// directory or device is refused without blocking (runfile.Open); a link
+// the caller names is followed. Closing the result closes the file.
 func Open(path string) (io.ReadCloser, error) {
 	f, err := runfile.Open(path)
 	if err != nil {
@@ -74,7 +78,54 @@ func Open(path string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, fmt.Errorf("telemetry %s: gzip: %w", path, err)
 	}
-	return readCloser{gzipErrors{zr, path}, f}, nil
+	return readCloser{gzipErrors{&cutTorn{r: zr, buf: make([]byte, 256<<10)}, path}, f}, nil
+}
+
+// cutTorn passes on the bytes of r up to its last newline and holds back
+// the rest of the line until its newline comes: when r ends truncated
+// (io.ErrUnexpectedEOF, gzip's error for a stream cut anywhere in a
+// member) the held part, a torn line, is dropped and the stream ends
+// (io.EOF). A line longer than MaxLineBytes is passed on undecided (the
+// reader refuses it).
+type cutTorn struct {
+	r           io.Reader
+	buf         []byte
+	lo, nl, end int // buf[lo:nl] is ready, buf[nl:end] held
+	err         error
+}
+
+// Read reads the ready bytes.
+func (c *cutTorn) Read(p []byte) (int, error) {
+	for c.lo == c.nl {
+		if c.err != nil {
+			if c.err == io.EOF && c.nl < c.end {
+				c.nl = c.end // a last line without newline: the reader says so
+				break
+			}
+			return 0, c.err
+		}
+		c.end = copy(c.buf, c.buf[c.nl:c.end])
+		c.lo, c.nl = 0, 0
+		if c.end == len(c.buf) {
+			if len(c.buf) > MaxLineBytes {
+				c.nl = c.end
+				break
+			}
+			c.buf = append(c.buf, make([]byte, len(c.buf))...)
+		}
+		n, err := c.r.Read(c.buf[c.end:])
+		if i := bytes.LastIndexByte(c.buf[c.end:c.end+n], '\n'); i >= 0 {
+			c.nl = c.end + i + 1
+		}
+		c.end += n
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			c.end, err = c.nl, io.EOF
+		}
+		c.err = err
+	}
+	n := copy(p, c.buf[c.lo:c.nl])
+	c.lo += n
+	return n, nil
 }
 
 // ReadFile parses the telemetry file at path, plain or gzip-compressed
@@ -113,46 +164,178 @@ func (g gzipErrors) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// unpack writes dir's GzipName, decompressed, to FileName (atomically: a
-// temporary file, fsync, rename), for a resume to append to; it reports
-// false when there is no GzipName, or when its header line is not h (the
-// resume then starts a fresh file without unpacking it). The compressed
-// file is kept. What it writes is bounded by UnpackLimit(h).
-func unpack(dir string, h Header) (bool, error) {
-	src := filepath.Join(dir, GzipName)
-	if err := runfile.Check(src); errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+// resumeGzip continues dir's GzipName (see Resume) when its header line
+// is h's: it keeps the file's bytes up to the end of the last gzip member
+// whose records all have increasing steps ≤ step, and cuts the rest (a
+// kill leaves at most a truncated last member, after the last Sync); a
+// member holding records on both sides of the cut (a file compressed
+// whole, bench/repro/pack.sh), or truncated after complete lines, is
+// rewritten (atomically: temporary file, fsync, rename) with the members
+// before it copied and its kept lines as a new member. ok is false when
+// there is no GzipName or its header is not h. A damaged member (not a
+// truncated one) is an error, and the file is left as it was.
+func resumeGzip(dir string, h Header, step int) (w *Writer, ok bool, err error) {
+	path := filepath.Join(dir, GzipName)
+	if err := runfile.Check(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
 	} else if err != nil { // a link is not followed out of the run directory
-		return false, fmt.Errorf("telemetry: %w", err)
+		return nil, false, fmt.Errorf("telemetry: %w", err)
 	}
-	if ok, err := gzipHeaderIs(src, h); !ok || err != nil {
-		return false, err
+	if ok, err := gzipHeaderIs(path, h); !ok || err != nil {
+		return nil, false, err
 	}
-	limit := UnpackLimit(h)
-	rc, err := Open(src)
+	f, err := runfile.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return false, err
+		return nil, false, fmt.Errorf("telemetry: %w", err)
 	}
-	defer rc.Close()
-	dst := filepath.Join(dir, FileName)
-	err = atomicfile.Write(dst, func(w io.Writer) error {
-		n, err := io.Copy(w, io.LimitReader(rc, limit+1))
-		if err != nil {
-			return err
+	defer f.Close()
+	p, err := gzipResumePoint(f, h, step)
+	if err == nil && p.rewrite > 0 {
+		err = atomicfile.Write(path, func(w io.Writer) error {
+			if _, err := io.Copy(w, io.NewSectionReader(f, 0, p.keep)); err != nil {
+				return err
+			}
+			zr, err := gzip.NewReader(bufio.NewReader(io.NewSectionReader(f, p.keep, 1<<62)))
+			if err != nil {
+				return err
+			}
+			zr.Multistream(false)
+			return writeMember(w, io.LimitReader(zr, p.rewrite))
+		})
+	} else if err == nil {
+		if err = f.Truncate(p.keep); err == nil {
+			err = f.Sync()
 		}
-		if n > limit {
-			return fmt.Errorf("%s unpacks to more than %d bytes (telemetry.MaxUnpackedBytes %d, or MaxLogBytes %d: %d records of at most %d bytes)", src, limit, MaxUnpackedBytes, MaxLogBytes, h.maxLogRecords(), maxRecordLine(h))
-		}
-		return nil
-	})
+	}
 	if err != nil {
-		return false, fmt.Errorf("telemetry: unpacking %s (remove it to start a fresh telemetry file): %w", src, err)
+		return nil, false, fmt.Errorf("telemetry %s: resume at step %d (remove it to start a fresh telemetry file): %w", path, step, err)
 	}
-	return true, nil
+	w, err = open(path, h, p.last, Gzip)
+	return w, err == nil, err
 }
 
-// UnpackLimit is the most bytes a resume unpacks from a GzipName of
-// header h: the header line and as many records as MaxLogBytes allows a
+// gzipPoint is where a resume cuts a GzipName file: the first keep bytes
+// are kept as they are, then the first rewrite decompressed bytes of the
+// member at keep (0: none) as a member of their own; last is the step of
+// the last record kept.
+type gzipPoint struct {
+	keep, rewrite int64
+	last          int
+}
+
+// countingReader counts the bytes gzip reads from r; it is an
+// io.ByteReader, so gzip reads no further than the end of a member.
+type countingReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.n++
+	}
+	return b, err
+}
+
+// gzipResumePoint scans the members of the compressed telemetry file f,
+// whose header line is h's (gzipHeaderIs), for a resume at step: lines are
+// kept while their steps increase and are ≤ step (only each line's start
+// is looked at, as resumePoint does); the members that hold only kept
+// lines are kept whole, and the first member that does not (a later
+// step, a torn or truncated line) is kept up to its last kept line.
+// Decompressing more than UnpackLimit(h) bytes, or a damaged member, is
+// an error.
+func gzipResumePoint(f *os.File, h Header, step int) (gzipPoint, error) {
+	limit := UnpackLimit(h)
+	cr := &countingReader{r: bufio.NewReaderSize(f, 64<<10)}
+	zr, err := gzip.NewReader(cr)
+	if err != nil {
+		return gzipPoint{}, err
+	}
+	var p gzipPoint
+	var total int64 // decompressed bytes read
+	lr := bufio.NewReaderSize(zr, 64<<10)
+	header := true
+	var start int64 // the member's offset in the file
+	for {
+		zr.Multistream(false)
+		var kept int64 // bytes of the member's kept lines
+		for {
+			var n int64
+			var prefix []byte
+			var err error
+			for {
+				var part []byte
+				part, err = lr.ReadSlice('\n')
+				if prefix == nil {
+					prefix = append([]byte(nil), part[:min(len(part), 64)]...)
+				}
+				n += int64(len(part))
+				if err != bufio.ErrBufferFull {
+					break
+				}
+			}
+			if total += n; total > limit {
+				return gzipPoint{}, errLimit(h, limit)
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) || (err == io.EOF && n > 0) {
+				// A truncated member, or a member that ends inside a line.
+				p.keep, p.rewrite = start, kept
+				return p, nil
+			}
+			if err == io.EOF {
+				break // the member's end: all its lines are kept
+			}
+			if err != nil {
+				return gzipPoint{}, err
+			}
+			if header {
+				header = false // gzipHeaderIs has checked it
+			} else if s, ok := lineStep(prefix); !ok || s <= p.last || s > step {
+				// The rest of the member is cut; its checksum is checked.
+				m, err := io.Copy(io.Discard, io.LimitReader(lr, limit-total+1))
+				if total += m; total > limit {
+					return gzipPoint{}, errLimit(h, limit)
+				}
+				if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+					return gzipPoint{}, err
+				}
+				p.keep, p.rewrite = start, kept
+				return p, nil
+			} else {
+				p.last = s
+			}
+			kept += n
+		}
+		p.keep, start = cr.n, cr.n
+		err := zr.Reset(cr)
+		if err == io.EOF {
+			return p, nil // the end of the file
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return p, nil // a truncated member header
+		}
+		if err != nil {
+			return gzipPoint{}, err
+		}
+		lr.Reset(zr)
+	}
+}
+
+// errLimit is gzipResumePoint's error beyond UnpackLimit(h).
+func errLimit(h Header, limit int64) error {
+	return fmt.Errorf("more than %d bytes decompressed (telemetry.MaxUnpackedBytes %d, or MaxLogBytes %d: %d records of at most %d bytes)", limit, MaxUnpackedBytes, MaxLogBytes, h.maxLogRecords(), maxRecordLine(h))
+}
+
+// UnpackLimit is the most decompressed bytes a resume reads from a
+// GzipName of header h: the header line and as many records as MaxLogBytes allows a
 // Log of h's sizes to hold (Read would refuse more), each of at most the
 // length the Writer gives a record of h's sizes; at most MaxUnpackedBytes.
 func UnpackLimit(h Header) int64 {

@@ -3,8 +3,9 @@
 // norm over the batch for every capsule layer (primary capsules
 // included), and the Frobenius norm of the margin loss's gradient
 // |∂L_m/∂W[j,i]| for every (j, i) of every routing layer. A run writes it
-// as NDJSON (FileName) next to metrics.ndjson: a Header line, then
-// one Record per recorded step (Writer). Read parses such a file, with
+// as NDJSON next to metrics.ndjson, gzip-compressed in members (GzipName,
+// the default form Gzip) or plain (FileName): a Header line, then one
+// Record per recorded step (Writer). Read parses such a file, with
 // simdjson where the CPU supports it (ReadSIMD), else encoding/json
 // (ReadJSON); both give the same Log.
 package telemetry

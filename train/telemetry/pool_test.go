@@ -173,7 +173,7 @@ func TestPoolFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, FileName), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Resume(out, h, 100); !errors.Is(err, errPooled) {
+	if _, err := Resume(out, h, 100, Plain); !errors.Is(err, errPooled) {
 		t.Fatalf("Resume of a pooled log: %v, want errPooled", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(out, FileName)); !bytes.Equal(after, buf.Bytes()) {

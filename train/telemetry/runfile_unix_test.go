@@ -27,7 +27,7 @@ func TestResumeRefusesLinksAndFIFOs(t *testing.T) {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Resume(dir, h, 1); !errors.Is(err, runfile.ErrNotRegular) {
+		if _, err := Resume(dir, h, 1, Plain); !errors.Is(err, runfile.ErrNotRegular) {
 			t.Errorf("%s a link: %v, want ErrNotRegular", name, err)
 		}
 		if b, _ := os.ReadFile(target); string(b) != "not telemetry\n" {
@@ -42,7 +42,7 @@ func TestResumeRefusesLinksAndFIFOs(t *testing.T) {
 		}
 		done := make(chan [2]error, 1)
 		go func() {
-			_, err := Resume(dir, h, 1)
+			_, err := Resume(dir, h, 1, Plain)
 			_, oerr := Open(p)
 			done <- [2]error{err, oerr}
 		}()

@@ -31,7 +31,8 @@ func Wrote(w io.Writer, dir string) {
 			}
 		}
 	}
-	for _, f := range []struct{ name, note string }{{train.MetricsName, "metrics, NDJSON"}, {telemetry.FileName, "telemetry, NDJSON"}} {
+	for _, f := range []struct{ name, note string }{{train.MetricsName, "metrics, NDJSON"},
+		{telemetry.FileName, "telemetry, NDJSON"}, {telemetry.GzipName, "telemetry, gzip-compressed NDJSON"}} {
 		if p := filepath.Join(dir, f.name); exists(p) {
 			cli.Wrote(w, p, f.note)
 		}

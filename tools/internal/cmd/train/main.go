@@ -93,7 +93,7 @@ type flags struct {
 	fs                            *flag.FlagSet
 	given                         map[string]bool // set on the command line (or by applyPlan)
 	model, dataName, dataDir, out *string
-	resume, impl                  *string
+	resume, impl, teleFmt         *string
 	nVal, epochs, batch, threads  *int
 	shift, profile                *int
 	cpuprof                       *string
@@ -121,14 +121,15 @@ func newFlags() *flags {
 		target:    fs.Float64("target", 0, "stop when validation accuracy reaches this, in [0, 1] (e.g. 0.992; 0 = never)"),
 		shift:     fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)"),
 		seed:      fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)"),
-		out:       fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock (and telemetry.ndjson); with -resume the resumed run's directory unless given"),
+		out:       fs.String("out", "runs/default", "output directory for checkpoint.safetensors, optimizer-STEP.safetensors, metrics.ndjson, lock (and telemetry.ndjson.gz); with -resume the resumed run's directory unless given"),
 		overwrite: fs.Bool("overwrite", false, "start over in -out even when it holds a run, finished or partial, of any model, the same one included (refused otherwise)"),
 		resume:    fs.String("resume", "", "continue from this run directory or checkpoint (with the checkpoint's model unless -model is given)"),
 		impl:      fs.String("kernels", "", "force a kernel implementation: "+strings.Join(kernels.Available(), ", ")),
 		plain:     fs.Bool("plain", false, "plain progress lines even on a terminal"),
 		profile:   fs.Int("profile", 0, fmt.Sprintf("instead of training, time this many training steps (1 to %d) of -model at -batch (default 128) and -threads on a synthetic batch and print the per-operation profile: each step's time per image, MFLOP/img, GFLOP/s and share of the measured FMA peak (docs/performance.md); reads no data, writes nothing", maxProfileSteps)),
 		cpuprof:   fs.String("cpuprofile", "", "with -profile: write a CPU profile of the command (pprof format, go tool pprof) to this file"),
-		tele:      fs.Bool("telemetry", false, "write telemetry.ndjson to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)"),
+		teleFmt:   fs.String("telemetry-format", "gz", "form of a fresh telemetry file: gz (telemetry.ndjson.gz, gzip members, about 2.7× smaller) or ndjson (plain telemetry.ndjson); a resume continues the run's file in the form it has"),
+		tele:      fs.Bool("telemetry", false, "write telemetry.ndjson.gz (-telemetry-format) to -out: per step, every capsule's largest norm over the batch and ‖∂L_m/∂W[j,i]‖ of every routing layer (docs/telemetry.md); costs about 1.5% of the deep model's training CPU time (one more margin-only backward pass through the capsule layers per step)"),
 	}
 }
 
@@ -260,6 +261,9 @@ func (f *flags) options(args []string, ck *capsnet.Checkpoint) (train.Options, e
 	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *f.threads, *f.lr, *f.decay, *f.wd
 	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *f.target, *f.seed, *f.out, *f.resume, ck
 	o.Overwrite, o.Telemetry = *f.overwrite, *f.tele
+	if o.TelemetryForm, err = telemetry.ParseForm(*f.teleFmt); err != nil {
+		return o, cli.Usagef("-telemetry-format %q: want gz or ndjson", *f.teleFmt)
+	}
 	f.fs.Set("epochs", strconv.Itoa(o.Epochs)) // the plan records the values in effect, not "default"
 	f.fs.Set("batch", strconv.Itoa(o.Batch))
 	f.fs.Set("shift", strconv.Itoa(o.MaxShift)) // 0 when the images are placed on a canvas
@@ -414,7 +418,7 @@ func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, ba
 // which order, for how long. -seed and -threads matter most: the data
 // order depends on the seed, the reduction order (hence every bit) on the
 // thread count.
-var planFlags = []string{"seed", "batch", "epochs", "target", "lr", "decay", "weight-decay", "shift", "threads", "telemetry"}
+var planFlags = []string{"seed", "batch", "epochs", "target", "lr", "decay", "weight-decay", "shift", "threads", "telemetry", "telemetry-format"}
 
 // plan returns the values of planFlags as JSON (metadata "plan").
 func plan(fs *flag.FlagSet) string {

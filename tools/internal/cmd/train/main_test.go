@@ -267,15 +267,13 @@ func TestTelemetryFlag(t *testing.T) {
 	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-val", "5000", "-out", out, "-plain", "-telemetry"}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(out, telemetry.FileName)
-	f, err := os.Open(path)
+	path := filepath.Join(out, telemetry.GzipName) // the default form
+	l, err := telemetry.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	l, err := telemetry.Read(f, path)
-	if err != nil {
-		t.Fatal(err)
+	if ck := ck0Plan(t, out); ck["telemetry-format"] != "gz" {
+		t.Errorf("plan %v, want telemetry-format gz", ck)
 	}
 	if len(l.Records) != 5 { // 1000 embedded training images (5000 held out) / batch 200
 		t.Errorf("%d records, want 5 (one per step)", len(l.Records))
@@ -288,6 +286,20 @@ func TestTelemetryFlag(t *testing.T) {
 		if r.Step != k+1 || r.Epoch != 1 || len(r.MaxNorm) != 3 || len(r.GradW) != 2 || len(r.MaxNorm[2]) != 10 || len(r.GradW[1]) != 80 {
 			t.Fatalf("record %d: epoch %d step %d, shapes %d/%d rows", k, r.Epoch, r.Step, len(r.MaxNorm), len(r.GradW))
 		}
+	}
+	// -telemetry-format ndjson: the plain file (a fresh run over the
+	// directory: -overwrite), the .gz removed; a bad value is refused.
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "200", "-val", "5000", "-out", out, "-plain", "-telemetry", "-telemetry-format", "ndjson", "-overwrite"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := telemetry.Find(out); p != filepath.Join(out, telemetry.FileName) {
+		t.Errorf("-telemetry-format ndjson: telemetry file %q, want %s", p, telemetry.FileName)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("-telemetry-format ndjson over a run directory left its %s", telemetry.GzipName)
+	}
+	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-out", out, "-telemetry", "-telemetry-format", "zip", "-overwrite"}); err == nil || !strings.Contains(err.Error(), "-telemetry-format") {
+		t.Errorf("-telemetry-format zip: %v", err)
 	}
 	// Without the flag, no file: TestResumePlan's runs check that.
 }
@@ -358,8 +370,8 @@ func TestResumePlan(t *testing.T) {
 	if err := run([]string{"-resume", out, "-epochs", "3", "-batch", "0", "-plain"}); err == nil || !strings.Contains(err.Error(), "-batch") {
 		t.Errorf("resume with -batch 0: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(out, telemetry.FileName)); err == nil {
-		t.Error("a run without -telemetry wrote a telemetry file")
+	if p, err := telemetry.Find(out); p != "" || err != nil {
+		t.Errorf("a run without -telemetry wrote a telemetry file: %q, %v", p, err)
 	}
 }
 

@@ -44,7 +44,7 @@ func TestWroteLines(t *testing.T) {
 		filepath.Join(out, "checkpoint.safetensors"):   "checkpoint",
 		filepath.Join(out, "optimizer-11.safetensors"): "optimizer state",
 		filepath.Join(out, "metrics.ndjson"):           "metrics, NDJSON",
-		filepath.Join(out, "telemetry.ndjson"):         "telemetry, NDJSON",
+		filepath.Join(out, "telemetry.ndjson.gz"):      "telemetry, gzip-compressed NDJSON",
 	})
 	r = clitest.Run(t, nil, "-resume", out, "-epochs", "1", "-plain")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "nothing to train") {
