@@ -268,20 +268,7 @@ func gzipResumePoint(f *os.File, h Header, step int) (gzipPoint, error) {
 		zr.Multistream(false)
 		var kept int64 // bytes of the member's kept lines
 		for {
-			var n int64
-			var prefix []byte
-			var err error
-			for {
-				var part []byte
-				part, err = lr.ReadSlice('\n')
-				if prefix == nil {
-					prefix = append([]byte(nil), part[:min(len(part), 64)]...)
-				}
-				n += int64(len(part))
-				if err != bufio.ErrBufferFull {
-					break
-				}
-			}
+			n, prefix, err := readLine(lr)
 			if total += n; total > limit {
 				return gzipPoint{}, errLimit(h, limit)
 			}

@@ -219,20 +219,7 @@ func resumePoint(f *os.File, h Header, step int) (keep int64, last int, ok bool,
 	}
 	keep = int64(len(head))
 	for {
-		var n int64
-		var prefix []byte
-		var err error
-		for {
-			var part []byte
-			part, err = br.ReadSlice('\n')
-			if prefix == nil {
-				prefix = append([]byte(nil), part[:min(len(part), 64)]...)
-			}
-			n += int64(len(part))
-			if err != bufio.ErrBufferFull {
-				break
-			}
-		}
+		n, prefix, err := readLine(br)
 		if err == io.EOF {
 			return keep, last, true, nil // end of file, or a torn last line
 		}
@@ -420,4 +407,21 @@ func checkRow(field string, l int, row []float32, n int) error {
 		}
 	}
 	return nil
+}
+
+// readLine reads one line of any length from br (through its newline, or to
+// the end of the stream or an error) without keeping it: its length n and
+// its first 64 bytes, enough for the step field a resume looks for.
+func readLine(br *bufio.Reader) (n int64, prefix []byte, err error) {
+	for {
+		var part []byte
+		part, err = br.ReadSlice('\n')
+		if prefix == nil {
+			prefix = append([]byte(nil), part[:min(len(part), 64)]...)
+		}
+		n += int64(len(part))
+		if err != bufio.ErrBufferFull {
+			return n, prefix, err
+		}
+	}
 }
