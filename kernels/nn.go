@@ -588,7 +588,14 @@ type AdamParams struct {
 	Beta1       float64 // first-moment decay β1 (0.9)
 	Beta2       float64 // second-moment decay β2 (0.999)
 	Eps         float64 // ε added to sqrt(v̂) (1e-8)
-	WeightDecay float64 // L2 coefficient added to the gradient (1e-6)
+	WeightDecay float64 // weight-decay coefficient (1e-6), in the form Decoupled chooses
+	// Decoupled applies WeightDecay as AdamW does (torch.optim.AdamW,
+	// Loshchilov & Hutter): the weights shrink by the factor 1 − LR·wd
+	// before the Adam update, which sees the loss's gradient alone. false
+	// (the default, torch.optim.Adam's weight_decay, a Keras L2
+	// regulariser) adds wd·w to the gradient, so Adam normalises it with
+	// the rest.
+	Decoupled bool
 }
 
 // DefaultAdamParams returns the training defaults of docs/semantics.md §5: lr 1e-3,
@@ -599,16 +606,17 @@ func DefaultAdamParams() AdamParams {
 
 // AdamStep applies step t (t ≥ 1, counting from 1) of Adam to the weights
 // w with gradient g and moment buffers m and v (zero before step 1),
-// following torch.optim.Adam with weight_decay (L2 added to the gradient,
-// not AdamW):
+// following torch.optim.Adam with weight_decay (L2 added to the gradient)
+// or, with p.Decoupled, torch.optim.AdamW:
 //
-//	g' = g + wd·w
+//	L2 (default):                 decoupled (AdamW):
+//	g' = g + wd·w                 g' = g;  w = w·(1 − lr·wd)
 //	m  = β1·m + (1−β1)·g'
 //	v  = β2·v + (1−β2)·g'²
 //	w -= lr/(1−β1ᵗ) · m / (sqrt(v)/sqrt(1−β2ᵗ) + ε)    (= lr·m̂/(sqrt(v̂)+ε))
 //
-// The bias corrections and step size are computed in float64, the
-// element-wise update in float32. w, g, m and v must have
+// The bias corrections, the step size and 1 − lr·wd are computed in
+// float64, the element-wise update in float32. w, g, m and v must have
 // the same length; g is not modified. NaN in g propagates into w, m, v.
 func AdamStep(p AdamParams, t int, w, g, m, v []float32) error {
 	if t < 1 {
@@ -625,6 +633,18 @@ func AdamStep(p AdamParams, t int, w, g, m, v []float32) error {
 	c1, c2 := float32(1-p.Beta1), float32(1-p.Beta2)
 	wd, eps := float32(p.WeightDecay), float32(p.Eps)
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	if p.Decoupled {
+		keep := float32(1 - p.LR*p.WeightDecay)
+		for i, wi := range w {
+			gi := g[i]
+			mi := b1*m[i] + c1*gi
+			vi := b2*v[i] + c2*gi*gi
+			m[i], v[i] = mi, vi
+			den := float32(math.Sqrt(float64(vi)))*invSqrtBC2 + eps
+			w[i] = wi*keep - step*mi/den
+		}
+		return nil
+	}
 	for i, wi := range w {
 		gi := g[i] + wd*wi
 		mi := b1*m[i] + c1*gi

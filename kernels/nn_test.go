@@ -554,6 +554,28 @@ func TestAdamStep(t *testing.T) {
 	}
 	check(2, []float64{0.87122935, -1.80016659}, []float64{0.0218, -0.0037}, []float64{3.179209e-4, 7.606e-7})
 
+	// Decoupled (AdamW), lr 0.1, wd 0.01: the weights shrink by 0.999
+	// before the update, which sees g alone:
+	// w = 1, g = 0.5 then −0.25:
+	//   t=1: m = 0.05, v = 2.5e-4, w = 0.999 − 0.1·0.5/(0.5+1e-8) = 0.899000002
+	//   t=2: w·0.999 = 0.898101002, m = 0.02, v = 3.1225e-4,
+	//        m̂ = 0.10526316, v̂ = 0.15620310, w = 0.87146730
+	// w = −2, g = 0: m = v = 0, the decay alone: −1.998, then −1.996002
+	// (where L2 moved it by lr per step, Adam's normalised decay).
+	p.Decoupled = true
+	w = []float32{1, -2}
+	clear(m)
+	clear(v)
+	if err := AdamStep(p, 1, w, []float32{0.5, 0}, m, v); err != nil {
+		t.Fatal(err)
+	}
+	check(1, []float64{0.899000002, -1.998}, []float64{0.05, 0}, []float64{2.5e-4, 0})
+	if err := AdamStep(p, 2, w, []float32{-0.25, 0}, m, v); err != nil {
+		t.Fatal(err)
+	}
+	check(2, []float64{0.8714672987, -1.996002}, []float64{0.02, 0}, []float64{3.1225e-4, 0})
+	p.Decoupled = false
+
 	// NaN gradient propagates; errors.
 	g := []float32{float32(math.NaN()), 0}
 	if err := AdamStep(p, 3, w, g, m, v); err != nil || !math.IsNaN(float64(w[0])) || math.IsNaN(float64(w[1])) {
