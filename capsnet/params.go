@@ -51,6 +51,26 @@ const (
 	RoleFCBias
 )
 
+// ParamGroups are the names of the parameter groups an optimizer setting
+// can be given for (train.Options.GroupWeightDecay), in Params.List's
+// order: "backbone" (the convolutions' weights and biases), "votes" (the
+// capsule layers' votes matrices W), "priors" (their routing priors b)
+// and "decoder" (the reconstruction network's weights and biases).
+var ParamGroups = []string{"backbone", "votes", "priors", "decoder"}
+
+// Group is the name of the parameter group (ParamGroups) of a role.
+func (r ParamRole) Group() string {
+	switch r {
+	case RoleConvWeight, RoleConvBias:
+		return "backbone"
+	case RoleVotes:
+		return "votes"
+	case RolePrior:
+		return "priors"
+	}
+	return "decoder"
+}
+
 // kind is the layout conversion of a role's tensors.
 func (r ParamRole) kind() paramKind {
 	switch r {

@@ -3,6 +3,7 @@ package train
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/capstan-ml/capstan/train/telemetry"
@@ -39,7 +40,17 @@ type Options struct {
 	Batch, Threads, Epochs int
 	LR                     float64 // initial learning rate
 	LRDecay                float64 // multiplied into the rate after every epoch
-	WeightDecay            float64
+	// WeightDecay is Adam's weight-decay coefficient, applied in the form
+	// WeightDecayForm says (L2 in the gradient by default) to every
+	// parameter group that GroupWeightDecay does not name.
+	WeightDecay float64
+	// WeightDecayForm: DecayL2 (the zero value) or DecayDecoupled (AdamW).
+	WeightDecayForm WeightDecayForm
+	// GroupWeightDecay overrides WeightDecay for the parameter groups it
+	// names (capsnet.ParamGroups: backbone, votes, priors, decoder).
+	GroupWeightDecay map[string]float64
+	// AdamEps is Adam's ε (0: DefaultAdamEps, 1e-8).
+	AdamEps float64
 	// TargetAcc stops training once validation accuracy reaches it (0..1;
 	// 0 disables).
 	TargetAcc float64
@@ -96,7 +107,8 @@ var fieldNames = map[string]string{
 	"Batch": "batch", "Threads": "threads", "Epochs": "epochs", "LR": "learning rate",
 	"LRDecay": "learning-rate decay", "WeightDecay": "weight decay", "TargetAcc": "target accuracy",
 	"OutDir": "run directory", "Shift": "shift", "ValImages": "validation images", "Data": "data set",
-	"Model": "model",
+	"Model": "model", "AdamEps": "Adam ε", "WeightDecayForm": "weight-decay form",
+	"GroupWeightDecay": "group weight decay",
 }
 
 // Error returns the field's name and value, then what is wrong with it.
@@ -141,6 +153,11 @@ func (o *Options) check() error {
 		return fieldErr("WeightDecay", o.WeightDecay, "must be a finite number ≥ 0")
 	case o.OutDir == "":
 		return fieldErr("OutDir", o.OutDir, "a run directory is required")
+	}
+	if err := o.checkOptimizer(); err != nil {
+		return err
+	}
+	switch {
 	case o.Batch > o.Train.N:
 		// Before anything is allocated for a batch of this size.
 		return fieldErr("Batch", o.Batch, "the training data (%s) has only %d images, less than one batch", o.Train.Name, o.Train.N)
@@ -170,14 +187,14 @@ func (o *Options) runFingerprint() string {
 	}
 	s := fmt.Sprintf("model=%s\ntrain=%s\nval=%s\nplacement=%v/%v canvas=%d shift=%d\nbatch=%d threads=%d seed=%d\nlr=%v decay=%v wd=%v\n",
 		o.Model.JSON(), set(o.Train), set(o.Val), o.TrainPlacement, o.ValPlacement, o.Canvas, o.MaxShift,
-		o.Batch, o.Threads, o.Seed, o.LR, o.LRDecay, o.WeightDecay)
+		o.Batch, o.Threads, o.Seed, o.LR, o.LRDecay, o.WeightDecay) + o.optimizerFingerprint()
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
 }
 
 // provenanceKeys are the metadata keys Run records for Options.Provenance
 // besides the caller's own.
-var provenanceKeys = []string{"seed", "train_set", "val_set", "test_set", "val_acc", "test_acc"}
+var provenanceKeys = []string{"seed", "train_set", "val_set", "test_set", "val_acc", "test_acc", MetaOptimizer}
 
 // provenance merges the caller's provenance into a resumed run's (old:
 // the checkpoint's, nil for a new run): the command lines accumulate.
@@ -193,6 +210,8 @@ func (o *Options) provenance(old map[string]string) map[string]string {
 		p[k] = v
 	}
 	p["seed"] = strconv.FormatUint(o.Seed, 10)
+	adam, _ := json.Marshal(o.optimizerSettings()) // plain floats, strings and a map: cannot fail
+	p[MetaOptimizer] = string(adam)
 	p["train_set"] = fmt.Sprintf("%s (%d images)", o.Train.Name, o.Train.N)
 	p["val_set"] = fmt.Sprintf("%s (%d images)", o.Val.Name, o.Val.N)
 	if o.Test != nil {

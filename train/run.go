@@ -128,8 +128,11 @@ func newLoop(o *Options, d *runDir) (_ *loop, err error) {
 		return nil, err
 	}
 	params.Init(o.Seed)
-	t, err := NewTrainer(params, o.Batch, o.Threads, kernels.AdamParams{LR: o.LR, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: o.WeightDecay})
+	t, err := NewTrainer(params, o.Batch, o.Threads, o.adam())
 	if err != nil {
+		return nil, err
+	}
+	if err := t.SetGroupWeightDecay(o.GroupWeightDecay); err != nil {
 		return nil, err
 	}
 	l := &loop{o: o, d: d, t: t, res: &Result{Checkpoint: d.checkpoint()}}

@@ -22,8 +22,11 @@ type Trainer struct {
 	Batch  int
 	starts []int // first sample of each replica
 
-	opt    *graph.Arena
-	m, v   []*graph.Buf // Adam moments per parameter
+	opt  *graph.Arena
+	m, v []*graph.Buf // Adam moments per parameter
+	// wd is the weight decay of each parameter of P.List when some group
+	// has its own (SetGroupWeightDecay); nil: Adam.WeightDecay for all.
+	wd     []float64
 	grad   []*graph.Buf // reduced gradient per parameter
 	work   []chan struct{}
 	done   chan error
@@ -227,6 +230,9 @@ func (t *Trainer) optimize(r int) error {
 	for i, q := range t.P.List {
 		if !q.Trainable {
 			continue
+		}
+		if t.wd != nil {
+			a.WeightDecay = t.wd[i]
 		}
 		n := q.Buf.Len()
 		lo, hi := r*n/nr, (r+1)*n/nr

@@ -39,6 +39,21 @@ type Grid struct {
 	// PaperRouting; tools/sweep's -routing sets it (ParseRouting).
 	Routing []string `json:"routing,omitempty"`
 	Seeds   []uint64 `json:"seeds"`
+	// The optimizer axes (issue 28): every combination of the values
+	// given is a variant of every model, trained with every routing kind
+	// and seed; its settings are on each task's line (Task.WeightDecay, …)
+	// and its name is part of the task's Arch (e.g.
+	// "deep-wd0.0001-decoupled-eps1e-07"). Empty: the default (weight
+	// decay 1e-6 in the gradient, ε 1e-8). WeightDecay values are in
+	// [0, 1], WeightDecayForm names of train.WeightDecayForms, AdamEps
+	// values in (0, 1]; GroupWeightDecay lists train's GROUP=VALUE,…
+	// settings ("" the empty one: no group of its own).
+	WeightDecay      []float64 `json:"weight_decay,omitempty"`
+	WeightDecayForm  []string  `json:"weight_decay_form,omitempty"`
+	AdamEps          []float64 `json:"adam_eps,omitempty"`
+	GroupWeightDecay []string  `json:"group_weight_decay,omitempty"`
+	// Telemetry records every task's training telemetry (docs/telemetry.md).
+	Telemetry bool `json:"telemetry,omitempty"`
 	// Data, Eval, K, Target, Epochs, Batch, Threads: as in Task.
 	Data    string  `json:"data"`
 	Eval    string  `json:"eval"`
@@ -201,8 +216,11 @@ func (g Grid) Validate() error {
 			return fmt.Errorf("routing: %q twice", r)
 		}
 	}
+	if err := g.checkOptimizer(); err != nil {
+		return err
+	}
 	n := float64(max(len(g.Models), 1)) * float64(max(len(g.Depths), 1)*max(len(g.Capsules), 1)) * float64(max(len(g.Dims), 1)) *
-		float64(max(len(g.Routing), 1)) * float64(len(g.Seeds))
+		float64(max(len(g.Routing), 1)) * float64(len(g.Seeds)) * float64(len(g.variants()))
 	if n > MaxTasks {
 		return fmt.Errorf("%.0f tasks: at most %d", n, MaxTasks)
 	}
@@ -247,6 +265,7 @@ func Expand(g Grid) ([]Task, error) {
 	type arch struct {
 		model, arch string
 		depth, n, d int
+		opt         Optimizer
 	}
 	var archs []arch
 	for _, m := range g.Models {
@@ -256,9 +275,20 @@ func Expand(g Grid) ([]Task, error) {
 	for _, L := range g.Depths {
 		for _, n := range g.Capsules {
 			for _, d := range g.Dims {
-				archs = append(archs, arch{fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L), fmt.Sprintf("n%d-d%d-L%d", n, d, L), L, n, d})
+				archs = append(archs, arch{model: fmt.Sprintf("deep-n%d-d%d-L%d", n, d, L), arch: fmt.Sprintf("n%d-d%d-L%d", n, d, L), depth: L, n: n, d: d})
 			}
 		}
+	}
+	if vs := g.variants(); len(vs) > 1 || vs[0].name != "" {
+		var vars []arch
+		for _, a := range archs {
+			for _, v := range vs {
+				b := a
+				b.arch, b.opt = a.arch+v.name, v.opt
+				vars = append(vars, b)
+			}
+		}
+		archs = vars
 	}
 	presets := capsnet.Presets()
 	var tasks []Task
@@ -287,6 +317,7 @@ func Expand(g Grid) ([]Task, error) {
 				i := len(tasks)
 				tasks = append(tasks, Task{Index: i, Model: model, Arch: a.arch, Routing: rk, Depth: a.depth, Capsules: a.n, Dim: a.d, Seed: s,
 					Data: g.Data, Eval: g.Eval, K: g.K, Target: g.Target, Epochs: g.Epochs, Batch: g.Batch, Threads: g.Threads,
+					Optimizer: a.opt, Telemetry: g.Telemetry,
 					Dir:    fmt.Sprintf("runs/%05d-%s-%s-s%d", i, a.arch, rk, s),
 					Result: fmt.Sprintf("results/%05d.json", i)})
 			}

@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/capstan-ml/capstan/capsnet"
+	"github.com/capstan-ml/capstan/train"
+	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
 // TestExpandPaper: the paper's grid is 96 architectures × 2 routings × 3
@@ -305,4 +309,88 @@ func taskNames(tasks []Task) []string {
 		got = append(got, fmt.Sprintf("%s/%s/%d %s", tk.Model, tk.Routing, tk.Seed, tk.Dir))
 	}
 	return got
+}
+
+// TestExpandOptimizer: the optimizer axes multiply the tasks, name the
+// variants in Arch and Dir, put their settings on every task's line, and
+// reach the run (the checkpoint's metadata).
+func TestExpandOptimizer(t *testing.T) {
+	g := Presets()["tiny"]
+	g.WeightDecay, g.WeightDecayForm, g.AdamEps = []float64{1e-4, 0}, []string{"l2", "decoupled"}, []float64{1e-7}
+	g.GroupWeightDecay, g.Telemetry = []string{"", "votes=0.01"}, true
+	tasks, err := Expand(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 * 2 * 2 * 1 * 2 * 2 * 2; len(tasks) != want { // models, wd, form, ε, groups, routing, seeds
+		t.Fatalf("%d tasks, want %d", len(tasks), want)
+	}
+	archs := map[string]bool{}
+	for _, task := range tasks {
+		archs[task.Arch] = true
+		if task.WeightDecay == nil || task.AdamEps == nil || *task.AdamEps != 1e-7 || !task.Telemetry {
+			t.Errorf("task %d: %+v", task.Index, task)
+		}
+	}
+	if len(archs) != 8 || !archs["tiny-deep-wd0.0001-decoupled-eps1e-07-votes0.01"] || !archs["tiny-deep-wd0-l2-eps1e-07"] {
+		t.Errorf("archs %v", archs)
+	}
+	path := filepath.Join(t.TempDir(), ManifestName)
+	if err := WriteManifest(path, tasks); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadManifest(path)
+	if err != nil || !reflect.DeepEqual(back, tasks) {
+		t.Fatalf("manifest round trip: %v", err)
+	}
+	// A grid without the axes writes the lines it always did.
+	plain, _ := Expand(Presets()["tiny"])
+	line, _ := json.Marshal(plain[0])
+	if strings.Contains(string(line), "weight_decay") || strings.Contains(string(line), "telemetry") {
+		t.Errorf("default task line %s", line)
+	}
+
+	for _, tc := range []struct {
+		edit func(*Grid)
+		want string
+	}{
+		{func(g *Grid) { g.WeightDecay = []float64{2} }, "weight_decay"},
+		{func(g *Grid) { g.WeightDecay = []float64{1e-4, 1e-4} }, "twice"},
+		{func(g *Grid) { g.WeightDecayForm = []string{"adamW"} }, "weight_decay_form"},
+		{func(g *Grid) { g.WeightDecayForm = []string{"decoupled", "adamw"} }, "twice"},
+		{func(g *Grid) { g.AdamEps = []float64{0} }, "adam_eps"},
+		{func(g *Grid) { g.GroupWeightDecay = []string{"conv=1"} }, "group_weight_decay"},
+	} {
+		g := Presets()["tiny"]
+		tc.edit(&g)
+		if _, err := Expand(g); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Expand: error %v, want one naming %q", err, tc.want)
+		}
+	}
+	// The settings reach the run: its checkpoint records them.
+	task := tasks[len(tasks)-1] // decoupled, groups votes=0.01
+	task.Epochs, task.K = 1, 50
+	dir := t.TempDir()
+	if _, err := RunTask(context.Background(), dir, task, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := capsnet.ReadCheckpoint(filepath.Join(dir, task.Dir, train.CheckpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok, err := train.ReadOptimizerSettings(ck.Meta)
+	if err != nil || !ok || s.WeightDecay != 0 || s.WeightDecayForm != "decoupled" || s.Eps != 1e-7 || s.GroupDecay["votes"] != 0.01 {
+		t.Errorf("the task's checkpoint records %+v (%v, %v)", s, ok, err)
+	}
+	if p, err := telemetry.Find(filepath.Join(dir, task.Dir)); p == "" || err != nil {
+		t.Errorf("telemetry of a task with telemetry: %q, %v", p, err)
+	}
+
+	// A hostile manifest line is refused with the field's name.
+	bad := tasks[:1]
+	wd := -1.0
+	bad[0].WeightDecay = &wd
+	if err := WriteManifest(path, bad); err == nil || !strings.Contains(err.Error(), "field weight_decay") {
+		t.Errorf("manifest with weight_decay -1: %v", err)
+	}
 }

@@ -176,6 +176,9 @@ func (t Task) check(i int, seen map[string]int) error {
 	if err := checkSettings(t.Data, t.Eval, t.K, t.Target, t.Epochs, t.Batch, t.Threads); err != nil {
 		return fmt.Errorf("field %w", err)
 	}
+	if err := t.Optimizer.check(); err != nil {
+		return fmt.Errorf("field %w", err)
+	}
 	return nil
 }
 

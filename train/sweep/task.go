@@ -100,6 +100,10 @@ func RunTask(ctx context.Context, dir string, t Task, ro RunOptions) (Result, er
 	}
 	runDir := Path(dir, t.Dir)
 	o.Threads, o.Seed, o.TargetAcc, o.OutDir, o.Log = t.Threads, t.Seed, t.Target, runDir, log
+	if err := t.Optimizer.apply(&o); err != nil {
+		return Result{}, fmt.Errorf("task %d: %w", t.Index, err)
+	}
+	o.Telemetry = t.Telemetry
 	o.Provenance["command"] = fmt.Sprintf("sweep run task %d", t.Index)
 	ckPath := filepath.Join(runDir, train.CheckpointName)
 	trained := false

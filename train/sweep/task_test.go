@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,7 +76,7 @@ func TestRunTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if onDisk.Params256 != r.Params256 || onDisk.Task != task {
+	if onDisk.Params256 != r.Params256 || !reflect.DeepEqual(onDisk.Task, task) {
 		t.Errorf("result file %+v, want %+v", onDisk, r)
 	}
 	// Done: a rerun returns the result without training, even with its

@@ -35,6 +35,11 @@ type Task struct {
 	Epochs  int     `json:"epochs"`
 	Batch   int     `json:"batch"`
 	Threads int     `json:"threads"`
+	// Optimizer holds the task's optimizer settings when they are not the
+	// defaults (Grid's optimizer axes); Telemetry records its training
+	// telemetry in Dir.
+	Optimizer
+	Telemetry bool `json:"telemetry,omitempty"`
 	// Dir is the task's run directory and Result its result file, both
 	// relative to the manifest's directory unless absolute.
 	Dir    string `json:"dir"`

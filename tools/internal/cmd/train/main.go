@@ -97,7 +97,8 @@ type flags struct {
 	nVal, epochs, batch, threads  *int
 	shift, profile                *int
 	cpuprof                       *string
-	lr, decay, wd, target         *float64
+	lr, decay, wd, target, eps    *float64
+	wdForm, wdGroups              *string
 	seed                          *uint64
 	overwrite, plain, tele        *bool
 }
@@ -117,7 +118,10 @@ func newFlags() *flags {
 		threads:   fs.Int("threads", min(runtime.NumCPU(), cli.MaxThreads), fmt.Sprintf("data-parallel replicas, 1 to %d (one per core)", cli.MaxThreads)),
 		lr:        fs.Float64("lr", 1e-3, "initial learning rate, in (0, 1]"),
 		decay:     fs.Float64("decay", 0.97, "learning-rate decay per epoch (the rate is multiplied by it after every epoch), in (0, 1]"),
-		wd:        fs.Float64("weight-decay", 1e-6, "Adam weight decay, in [0, 1]"),
+		wd:        fs.Float64("weight-decay", 1e-6, "Adam weight decay, in [0, 1], for every parameter group -group-weight-decay does not name"),
+		wdForm:    fs.String("weight-decay-form", "l2", "how Adam applies the weight decay: l2 (added to the gradient, which Adam then normalises: torch.optim.Adam, a Keras L2 regulariser) or decoupled (the weights shrink by 1 − lr·wd each step: AdamW)"),
+		wdGroups:  fs.String("group-weight-decay", "", "weight decay of some parameter groups instead of -weight-decay, as GROUP=VALUE,… with groups "+strings.Join(capsnet.ParamGroups, ", ")+" (e.g. votes=1e-4,decoder=0)"),
+		eps:       fs.Float64("adam-eps", train.DefaultAdamEps, "Adam's ε added to sqrt(v̂), in (0, 1] (Keras: 1e-7)"),
 		target:    fs.Float64("target", 0, "stop when validation accuracy reaches this, in [0, 1] (e.g. 0.992; 0 = never)"),
 		shift:     fs.Int("shift", 2, "random shift of up to this many pixels per axis, below the image size, when the model takes the data's own size (Sabour's augmentation; 0 = none)"),
 		seed:      fs.Uint64("seed", 1, "random seed (initialisation, shuffling, placement)"),
@@ -160,7 +164,28 @@ func (f *flags) parse(args []string) error {
 
 // check checks the values of the flags (checkFlags).
 func (f *flags) check() error {
-	return checkFlags(f.given, *f.dataName, *f.dataDir, *f.out, *f.epochs, *f.batch, *f.threads, *f.shift, *f.lr, *f.decay, *f.wd, *f.target)
+	if err := checkFlags(f.given, *f.dataName, *f.dataDir, *f.out, *f.epochs, *f.batch, *f.threads, *f.shift, *f.lr, *f.decay, *f.wd, *f.target); err != nil {
+		return err
+	}
+	_, _, err := f.optimizer()
+	return err
+}
+
+// optimizer parses -weight-decay-form and -group-weight-decay and checks
+// -adam-eps: each error is a cli.UsageError naming the flag.
+func (f *flags) optimizer() (train.WeightDecayForm, map[string]float64, error) {
+	form, err := train.ParseWeightDecayForm(*f.wdForm)
+	if err != nil {
+		return form, nil, cli.Usagef("-weight-decay-form %v", err)
+	}
+	groups, err := train.ParseGroupWeightDecay(*f.wdGroups)
+	if err != nil {
+		return form, nil, cli.Usagef("-group-weight-decay %v", err)
+	}
+	if err := cli.Float("adam-eps", *f.eps, 0, 1, true); err != nil {
+		return form, nil, err
+	}
+	return form, groups, nil
 }
 
 // resumed reads the -resume checkpoint once (nil without -resume): the
@@ -258,7 +283,10 @@ func (f *flags) options(args []string, ck *capsnet.Checkpoint) (train.Options, e
 	if err != nil {
 		return o, recipeError(err, f.given["val"], *f.dataName)
 	}
-	o.Threads, o.LR, o.LRDecay, o.WeightDecay = *f.threads, *f.lr, *f.decay, *f.wd
+	o.Threads, o.LR, o.LRDecay, o.WeightDecay, o.AdamEps = *f.threads, *f.lr, *f.decay, *f.wd, *f.eps
+	if o.WeightDecayForm, o.GroupWeightDecay, err = f.optimizer(); err != nil {
+		return o, err
+	}
 	o.TargetAcc, o.Seed, o.OutDir, o.Resume, o.ResumeFrom = *f.target, *f.seed, *f.out, *f.resume, ck
 	o.Overwrite, o.Telemetry = *f.overwrite, *f.tele
 	if o.TelemetryForm, err = telemetry.ParseForm(*f.teleFmt); err != nil {
@@ -294,7 +322,8 @@ func report(res *train.Result, o train.Options, dataName string) {
 var flagOf = map[string]string{
 	"Batch": "batch", "Threads": "threads", "Epochs": "epochs", "LR": "lr", "LRDecay": "decay",
 	"WeightDecay": "weight-decay", "TargetAcc": "target", "OutDir": "out", "Shift": "shift",
-	"ValImages": "val", "Data": "data", "Model": "model",
+	"ValImages": "val", "Data": "data", "Model": "model", "AdamEps": "adam-eps",
+	"WeightDecayForm": "weight-decay-form", "GroupWeightDecay": "group-weight-decay",
 }
 
 // runFiles are the files a run writes in its directory out, as outputs
@@ -418,7 +447,7 @@ func checkFlags(given map[string]bool, dataName, dataDir, out string, epochs, ba
 // which order, for how long. -seed and -threads matter most: the data
 // order depends on the seed, the reduction order (hence every bit) on the
 // thread count.
-var planFlags = []string{"seed", "batch", "epochs", "target", "lr", "decay", "weight-decay", "shift", "threads", "telemetry", "telemetry-format"}
+var planFlags = []string{"seed", "batch", "epochs", "target", "lr", "decay", "weight-decay", "weight-decay-form", "group-weight-decay", "adam-eps", "shift", "threads", "telemetry", "telemetry-format"}
 
 // plan returns the values of planFlags as JSON (metadata "plan").
 func plan(fs *flag.FlagSet) string {

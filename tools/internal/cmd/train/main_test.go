@@ -19,6 +19,7 @@ import (
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/tools/internal/cli"
 	"github.com/capstan-ml/capstan/tools/internal/clitest"
+	"github.com/capstan-ml/capstan/train"
 	"github.com/capstan-ml/capstan/train/telemetry"
 )
 
@@ -56,6 +57,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-weight-decay", "nan"}, "-weight-decay", 2},
 		{[]string{"-weight-decay", "-1"}, "-weight-decay", 2},
 		{[]string{"-weight-decay", "+Inf"}, "-weight-decay", 2},
+		{[]string{"-weight-decay-form", "adamW"}, "-weight-decay-form", 2},
+		{[]string{"-group-weight-decay", "votes"}, "-group-weight-decay", 2},
+		{[]string{"-group-weight-decay", "votes=1e-4,votes=0"}, "-group-weight-decay", 2},
+		{[]string{"-group-weight-decay", "capsules=1e-4"}, "-group-weight-decay", 2},
+		{[]string{"-group-weight-decay", "decoder=nan"}, "-group-weight-decay", 2},
+		{[]string{"-adam-eps", "0"}, "-adam-eps", 2},
+		{[]string{"-adam-eps", "-1e-8"}, "-adam-eps", 2},
+		{[]string{"-weight-decay-form", "decoupled", "-lr", "1", "-weight-decay", "1"}, "-weight-decay", 2},
 		{[]string{"-decay", "nan"}, "-decay", 2},
 		{[]string{"-decay", "0"}, "-decay", 2},
 		{[]string{"-decay", "1.01"}, "-decay", 2},
@@ -336,11 +345,14 @@ func ck0Meta(t *testing.T, dir, key string) string {
 // under qemu.
 func TestResumePlan(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	if err := run([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "250", "-val", "5250", "-seed", "7", "-target", "0.99", "-threads", "1", "-out", out, "-plain"}); err != nil {
+	// The optimizer settings are part of the plan: a resume that forgot
+	// them would not be bit-identical to the uninterrupted run.
+	opt := []string{"-weight-decay-form", "decoupled", "-weight-decay", "0.05", "-group-weight-decay", "votes=0.2,priors=0", "-adam-eps", "1e-7"}
+	if err := run(append([]string{"-model", "tiny-deep", "-epochs", "1", "-batch", "250", "-val", "5250", "-seed", "7", "-target", "0.99", "-threads", "1", "-out", out, "-plain"}, opt...)); err != nil {
 		t.Fatal(err)
 	}
 	ref := filepath.Join(t.TempDir(), "ref")
-	if err := run([]string{"-model", "tiny-deep", "-epochs", "2", "-batch", "250", "-val", "5250", "-seed", "7", "-target", "0.99", "-threads", "1", "-out", ref, "-plain"}); err != nil {
+	if err := run(append([]string{"-model", "tiny-deep", "-epochs", "2", "-batch", "250", "-val", "5250", "-seed", "7", "-target", "0.99", "-threads", "1", "-out", ref, "-plain"}, opt...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := run([]string{"-resume", out, "-epochs", "2", "-plain"}); err != nil {
@@ -349,6 +361,12 @@ func TestResumePlan(t *testing.T) {
 	m := ck0Plan(t, out)
 	if m["seed"] != "7" || m["batch"] != "250" || m["target"] != "0.99" || m["threads"] != "1" || m["epochs"] != "2" || ck0Meta(t, out, "val_images") != "5250" {
 		t.Errorf("plan after the resume: %v", m)
+	}
+	if m["weight-decay-form"] != "decoupled" || m["group-weight-decay"] != "votes=0.2,priors=0" || m["adam-eps"] != "1e-07" {
+		t.Errorf("optimizer flags in the plan after the resume: %v", m)
+	}
+	if a := ck0Meta(t, out, train.MetaOptimizer); a != `{"lr":0.001,"lr_decay":0.97,"beta1":0.9,"beta2":0.999,"eps":1e-7,"weight_decay":0.05,"weight_decay_form":"decoupled","group_weight_decay":{"priors":0,"votes":0.2}}` {
+		t.Errorf("metadata %s after the resume: %s", train.MetaOptimizer, a)
 	}
 	a, err := os.ReadFile(filepath.Join(out, "checkpoint.safetensors"))
 	if err != nil {

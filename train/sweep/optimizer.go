@@ -1,0 +1,159 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/capstan-ml/capstan/train"
+)
+
+// Optimizer is a task's optimizer settings, each omitted from its
+// manifest line (and the default) when unset: weight decay 1e-6 in the
+// gradient (form "l2"), Adam's ε 1e-8, no group of its own (as
+// tools/train's -weight-decay, -weight-decay-form, -adam-eps,
+// -group-weight-decay).
+type Optimizer struct {
+	WeightDecay      *float64 `json:"weight_decay,omitempty"`
+	WeightDecayForm  string   `json:"weight_decay_form,omitempty"`
+	AdamEps          *float64 `json:"adam_eps,omitempty"`
+	GroupWeightDecay string   `json:"group_weight_decay,omitempty"`
+}
+
+// check checks the settings (a manifest's line is untrusted).
+func (o Optimizer) check() error {
+	if o.WeightDecay != nil {
+		if v := *o.WeightDecay; !(v >= 0 && v <= 1) {
+			return fmt.Errorf("weight_decay: %v: want a number in [0, 1]", v)
+		}
+	}
+	if o.WeightDecayForm != "" {
+		if _, err := train.ParseWeightDecayForm(o.WeightDecayForm); err != nil {
+			return fmt.Errorf("weight_decay_form: %w", err)
+		}
+	}
+	if o.AdamEps != nil {
+		if v := *o.AdamEps; !(v > 0 && v <= 1) || math.IsNaN(v) {
+			return fmt.Errorf("adam_eps: %v: want a number in (0, 1]", v)
+		}
+	}
+	if _, err := train.ParseGroupWeightDecay(o.GroupWeightDecay); err != nil {
+		return fmt.Errorf("group_weight_decay: %w", err)
+	}
+	return nil
+}
+
+// apply sets o's settings in a run's options (checked: Task.check).
+func (o Optimizer) apply(opts *train.Options) error {
+	if o.WeightDecay != nil {
+		opts.WeightDecay = *o.WeightDecay
+	}
+	if o.AdamEps != nil {
+		opts.AdamEps = *o.AdamEps
+	}
+	var err error
+	if o.WeightDecayForm != "" {
+		if opts.WeightDecayForm, err = train.ParseWeightDecayForm(o.WeightDecayForm); err != nil {
+			return err
+		}
+	}
+	opts.GroupWeightDecay, err = train.ParseGroupWeightDecay(o.GroupWeightDecay)
+	return err
+}
+
+// variant is one combination of a grid's optimizer axes: its settings and
+// the suffix it adds to a task's Arch ("" for the defaults).
+type variant struct {
+	name string
+	opt  Optimizer
+}
+
+// variants returns every combination of g's optimizer axes, weight decay
+// outermost, then form, ε and groups; one default variant when the grid
+// has none.
+func (g Grid) variants() []variant {
+	vs := []variant{{}}
+	vs = axis(vs, g.WeightDecay, func(v *variant, wd float64) {
+		v.opt.WeightDecay = &wd
+		v.name += "-wd" + strconv.FormatFloat(wd, 'g', -1, 64)
+	})
+	vs = axis(vs, g.WeightDecayForm, func(v *variant, f string) {
+		v.opt.WeightDecayForm = f
+		v.name += "-" + f
+	})
+	vs = axis(vs, g.AdamEps, func(v *variant, e float64) {
+		v.opt.AdamEps = &e
+		v.name += "-eps" + strconv.FormatFloat(e, 'g', -1, 64)
+	})
+	return axis(vs, g.GroupWeightDecay, func(v *variant, gw string) {
+		v.opt.GroupWeightDecay = gw
+		if gw != "" {
+			v.name += "-" + strings.NewReplacer("=", "", ",", "-").Replace(gw)
+		}
+	})
+}
+
+// axis returns every variant of vs combined with every value of vals (set
+// applies one to a copy), vs unchanged when vals is empty.
+func axis[T any](vs []variant, vals []T, set func(*variant, T)) []variant {
+	if len(vals) == 0 {
+		return vs
+	}
+	var next []variant
+	for _, v := range vs {
+		for _, x := range vals {
+			n := v
+			set(&n, x)
+			next = append(next, n)
+		}
+	}
+	return next
+}
+
+// checkOptimizer checks the grid's optimizer axes: every value valid
+// (Optimizer.check), none twice in an axis.
+func (g Grid) checkOptimizer() error {
+	for i, wd := range g.WeightDecay {
+		if err := (Optimizer{WeightDecay: &wd}).check(); err != nil {
+			return err
+		}
+		for _, w := range g.WeightDecay[:i] {
+			if w == wd {
+				return fmt.Errorf("weight_decay: %v twice", wd)
+			}
+		}
+	}
+	for i, f := range g.WeightDecayForm {
+		form, err := train.ParseWeightDecayForm(f)
+		if err != nil {
+			return fmt.Errorf("weight_decay_form: %w", err)
+		}
+		for _, h := range g.WeightDecayForm[:i] {
+			if prev, _ := train.ParseWeightDecayForm(h); prev == form {
+				return fmt.Errorf("weight_decay_form: %q twice", f)
+			}
+		}
+	}
+	for i, e := range g.AdamEps {
+		if err := (Optimizer{AdamEps: &e}).check(); err != nil {
+			return err
+		}
+		for _, x := range g.AdamEps[:i] {
+			if x == e {
+				return fmt.Errorf("adam_eps: %v twice", e)
+			}
+		}
+	}
+	for i, gw := range g.GroupWeightDecay {
+		if err := (Optimizer{GroupWeightDecay: gw}).check(); err != nil {
+			return err
+		}
+		for _, x := range g.GroupWeightDecay[:i] {
+			if x == gw {
+				return fmt.Errorf("group_weight_decay: %q twice", trunc(gw))
+			}
+		}
+	}
+	return nil
+}
