@@ -10,8 +10,10 @@ import (
 
 // stepTelemetry is what a Trainer collects for the telemetry file (see
 // SetTelemetry): per replica the capsule norms' maxima and a copy of the
-// margin loss's votes gradients, reduced into one Record after the step.
-// Every buffer is allocated once, so collecting does not allocate.
+// margin loss's votes gradients, reduced into one Record after the step,
+// and the norms of the votes matrices (shared by the replicas) read once
+// before the optimizer updates them. Every buffer is allocated once, so
+// collecting does not allocate.
 type stepTelemetry struct {
 	on, valid bool
 	rep       []repTelemetry
@@ -41,6 +43,7 @@ func (t *Trainer) SetTelemetry(collect bool) {
 			st.rec.MaxNorm = append(st.rec.MaxNorm, make([]float32, L.N))
 			if l > 0 {
 				st.rec.GradW = append(st.rec.GradW, make([]float32, L.N*info[l-1].N))
+				st.rec.WNorm = append(st.rec.WNorm, make([]float32, L.N*info[l-1].N))
 				g, _, _ := t.Reps[0].VotesGrad(l)
 				st.gsum = append(st.gsum, make([]float32, len(g)))
 				maxN = max(maxN, L.N*info[l-1].N)
@@ -77,6 +80,9 @@ func (t *Trainer) SetTelemetry(collect bool) {
 // TrainStep combines the full gradients for the optimizer, Σ_r (b_r/B)·g_r
 // in replica order, in float32, so it is the margin part of exactly the
 // gradient Adam receives (Adam's weight decay is not part of the loss).
+// WNorm[l-1][j·N_{l-1}+i] is ‖W[j,i]‖_F of the votes matrices the step's
+// forward pass used (capsnet.Net.Votes), read before the step's optimizer
+// update.
 func (t *Trainer) Telemetry() *telemetry.Record {
 	if t.tele == nil || !t.tele.valid {
 		return nil
@@ -122,7 +128,9 @@ func (st *stepTelemetry) collect(r int, n *capsnet.Net) error {
 }
 
 // reduce combines the replicas' figures into st.rec after a step (see
-// Trainer.Telemetry).
+// Trainer.Telemetry), and takes the votes matrices' norms: TrainStep
+// calls it before the optimizer phase, so the weights are still those of
+// the step's forward pass.
 func (st *stepTelemetry) reduce(t *Trainer) {
 	st.valid = st.on
 	if !st.on {
@@ -143,18 +151,26 @@ func (st *stepTelemetry) reduce(t *Trainer) {
 			t.reduce(g, r, st.rep[r].grad[l]) // as TrainStep reduces the full gradients
 		}
 		_, sh, _ := t.Reps[0].VotesGrad(l + 1)
-		acc := st.acc[:sh.NOut*sh.NIn]
-		clear(acc)
-		for j := 0; j < sh.NOut; j++ {
-			a := acc[j*sh.NIn:][:sh.NIn]
-			for rc := 0; rc < sh.DOut*sh.DIn; rc++ {
-				for i, x := range g[(j*sh.DOut*sh.DIn+rc)*sh.NIn:][:sh.NIn] {
-					a[i] += float64(x) * float64(x)
-				}
+		frobenius(st.rec.GradW[l], g, sh, st.acc)
+		w, sh, _ := t.Reps[0].Votes(l + 1) // the replicas share the parameters
+		frobenius(st.rec.WNorm[l], w, sh, st.acc)
+	}
+}
+
+// frobenius sets dst[j·NIn+i] to ‖w[j,i]‖_F for votes matrices (or their
+// gradients) w of layout sh, summing in float64 in acc (≥ NOut·NIn).
+func frobenius(dst, w []float32, sh capsnet.VotesShape, acc []float64) {
+	acc = acc[:sh.NOut*sh.NIn]
+	clear(acc)
+	for j := 0; j < sh.NOut; j++ {
+		a := acc[j*sh.NIn:][:sh.NIn]
+		for rc := 0; rc < sh.DOut*sh.DIn; rc++ {
+			for i, x := range w[(j*sh.DOut*sh.DIn+rc)*sh.NIn:][:sh.NIn] {
+				a[i] += float64(x) * float64(x)
 			}
 		}
-		for k, a := range acc {
-			st.rec.GradW[l][k] = float32(math.Sqrt(a))
-		}
+	}
+	for k, a := range acc {
+		dst[k] = float32(math.Sqrt(a))
 	}
 }

@@ -89,6 +89,9 @@ func testTelemetryRun(t *testing.T, form telemetry.Form) {
 		if nonzero == 0 {
 			t.Errorf("record %d holds only zeros", k)
 		}
+		if len(r.WNorm) != len(r.GradW) {
+			t.Errorf("record %d: %d w_norm rows, want %d", k, len(r.WNorm), len(r.GradW))
+		}
 	}
 	for _, k := range []int{1, 6, 8} {
 		dir := filepath.Join(base, fmt.Sprint(k))
@@ -238,21 +241,97 @@ func TestTelemetryValues(t *testing.T) {
 	}
 	for l := 1; l < len(n.Layers()); l++ {
 		g, sh, _ := n.VotesGrad(l)
+		norms := matrixNorms(g, sh)
 		for j := 0; j < sh.NOut; j++ {
 			for i := 0; i < sh.NIn; i++ {
-				s := 0.0
-				for r := 0; r < sh.DOut; r++ {
-					for c := 0; c < sh.DIn; c++ {
-						s += float64(sh.At(g, j, i, r, c)) * float64(sh.At(g, j, i, r, c))
-					}
-				}
-				want := float32(math.Sqrt(s))
+				want := norms[j*sh.NIn+i]
 				if got := one.GradW[l-1][j*sh.NIn+i]; got != want || !close32(two.GradW[l-1][j*sh.NIn+i], want) {
 					t.Errorf("‖∂L_m/∂W[%d,%d]‖ of layer %d: %v (1 replica), %v (2), want %v", j, i, l, got, two.GradW[l-1][j*sh.NIn+i], want)
 				}
 			}
 		}
 	}
+}
+
+// TestTelemetryWNorm: w_norm is ‖W[j,i]‖_F of the votes matrices the
+// step's forward pass used, computed here from the parameters (Params.List)
+// before each step, bitwise; the optimizer has changed them after it.
+func TestTelemetryWNorm(t *testing.T) {
+	cfg := capsnet.Presets()["tiny-deep"]
+	const batch = 8
+	x := make([]float32, batch*28*28)
+	for i := range x {
+		x[i] = float32(i%13) / 13
+	}
+	labels := []int{0, 1, 2, 0, 1, 2, 1, 0}
+	p, _ := capsnet.NewParams(cfg)
+	p.Init(5)
+	tr, err := NewTrainer(p, batch, 2, kernels.DefaultAdamParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	tr.SetTelemetry(true)
+	var votes []*capsnet.Param
+	for _, q := range p.List {
+		if q.Role == capsnet.RoleVotes {
+			votes = append(votes, q)
+		}
+	}
+	if len(votes) != len(tr.Reps[0].Layers())-1 {
+		t.Fatalf("%d votes parameters for %d routing layers", len(votes), len(tr.Reps[0].Layers())-1)
+	}
+	norms := func() [][]float32 {
+		var out [][]float32
+		for l, q := range votes {
+			_, sh, _ := tr.Reps[0].Votes(l + 1)
+			out = append(out, matrixNorms(q.Buf.Data(), sh))
+		}
+		return out
+	}
+	for step := 1; step <= 3; step++ {
+		want := norms()
+		if _, _, err := tr.TrainStep(x, labels, 1e-2); err != nil {
+			t.Fatal(err)
+		}
+		rec := tr.Telemetry()
+		if len(rec.WNorm) != len(want) {
+			t.Fatalf("step %d: %d w_norm rows, want %d", step, len(rec.WNorm), len(want))
+		}
+		changed := false
+		after := norms()
+		for l := range want {
+			for k, v := range want[l] {
+				if math.Float32bits(rec.WNorm[l][k]) != math.Float32bits(v) {
+					t.Fatalf("step %d: w_norm[%d][%d] = %v, the parameters before the step give %v", step, l, k, rec.WNorm[l][k], v)
+				}
+				changed = changed || after[l][k] != v
+			}
+		}
+		if !changed {
+			t.Fatalf("step %d did not change the votes matrices: the test cannot tell before from after", step)
+		}
+	}
+}
+
+// matrixNorms returns ‖w[j,i]‖_F at j·NIn+i for votes matrices (or their
+// gradients) w of layout sh, element by element through sh.At, summed in
+// float64.
+func matrixNorms(w []float32, sh capsnet.VotesShape) []float32 {
+	out := make([]float32, sh.NOut*sh.NIn)
+	for j := 0; j < sh.NOut; j++ {
+		for i := 0; i < sh.NIn; i++ {
+			s := 0.0
+			for r := 0; r < sh.DOut; r++ {
+				for c := 0; c < sh.DIn; c++ {
+					v := float64(sh.At(w, j, i, r, c))
+					s += v * v
+				}
+			}
+			out[j*sh.NIn+i] = float32(math.Sqrt(s))
+		}
+	}
+	return out
 }
 
 func close32(a, b float32) bool {

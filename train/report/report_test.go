@@ -76,7 +76,9 @@ func synthStats() *analysis.Report {
 }
 
 // synthTelemetry has steps records; capsule 2 of every layer dies at
-// step 300 (norm and gradients 0 from then on).
+// step 300 (norm and gradients 0 from then on), and the votes matrices
+// from it decay linearly from 1 at step 300 to 0 at step 1300 (the others
+// stay at 1).
 func synthTelemetry(steps int) *telemetry.Log {
 	t := &telemetry.Log{Header: telemetry.Header{Format: telemetry.Format, Model: "synthetic", Batch: 16, Layers: synthLayers}}
 	for s := 1; s <= steps; s++ {
@@ -100,6 +102,14 @@ func synthTelemetry(steps int) *telemetry.Log {
 					}
 				}
 				r.GradW = append(r.GradW, g)
+				w := make([]float32, L.N*nIn)
+				for x := range w {
+					w[x] = 1
+					if x%nIn == 2 {
+						w[x] = float32(math.Min(1, math.Max(0, 1-float64(s-300)/1000)))
+					}
+				}
+				r.WNorm = append(r.WNorm, w)
 			}
 		}
 		t.Records = append(t.Records, r)
@@ -240,6 +250,9 @@ func TestWrite(t *testing.T) {
 		// capsule 2 of every layer dies at step 300: dark since then, the only one
 		"Capsules dark at the end of training", "<td>primary</td><td>1/40</td><td>2: step 300 (epoch 1, peak 0)</td>",
 		"<td>caps.0</td><td>1/8</td>", "<td>caps.1</td><td>1/10</td>", "at least the last 150 logged record(s)",
+		// and its votes matrices to the next layer decay to 0 by step 1300
+		"Deaths and revivals", "<td>primary</td><td>2</td><td>step 300 (epoch 1, peak 0)</td><td>—</td><td>mean 1 (first step) → 1 (death) → 0 (end), min 0 at step 1300, largest at the end 0</td><td>—</td>",
+		"<td>caps.1</td><td>2</td><td>step 300 (epoch 1, peak 0)</td><td>—</td><td>—</td><td>mean 1 (first step) → 1 (death) → 0.875 (end), min 0.875 at step 1300, largest at the end 1</td>",
 		"a.safetensors (accuracy 90.00%)", "b.safetensors (accuracy 80.00%)", "85.00 ± 5.00% over the 2 checkpoints"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
@@ -251,7 +264,7 @@ func TestWrite(t *testing.T) {
 	if want := 4 + 3 + 2 + 5 + 3 + 5; count["svg"] != want {
 		t.Errorf("%d <svg> elements, want %d", count["svg"], want)
 	}
-	if count["figure"] != 4+3+2+5+3+2 || count["table"] != 3 || count["section"] != len(sectionIDs) {
+	if count["figure"] != 4+3+2+5+3+2 || count["table"] != 4 || count["section"] != len(sectionIDs) {
 		t.Errorf("%d figures, %d tables, %d sections", count["figure"], count["table"], count["section"])
 	}
 	// Edges: in the first sample, couplings ≥ 0.05 are the 40 + 8 routes
@@ -399,5 +412,28 @@ func TestWritePooled(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report of a pooled log lacks %q", want)
 		}
+	}
+}
+
+// TestWriteNoWNorm: the log of a run from before w_norm was recorded
+// gives the deaths without the votes-matrix norms, and says why.
+func TestWriteNoWNorm(t *testing.T) {
+	in := synthInput(t)
+	for k := range in.Telemetry.Records {
+		in.Telemetry.Records[k].WNorm = nil
+	}
+	var b strings.Builder
+	if err := Write(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	doc := b.String()
+	for _, want := range []string{"The log has no votes-matrix norms", "<td>primary</td><td>2</td><td>step 300 (epoch 1, peak 0)</td><td>—</td><td>—</td><td>—</td>"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("report of a log without w_norm lacks %q", want)
+		}
+	}
+	in.Telemetry.Records[5].WNorm = [][]float32{{1}}
+	if err := Write(&b, in); err == nil || !strings.Contains(err.Error(), "record 5 (step 6): 1 w_norm layers") {
+		t.Errorf("a record with a broken w_norm: %v", err)
 	}
 }

@@ -44,6 +44,14 @@ func validateTelemetry(t *telemetry.Log) error {
 				return fmt.Errorf("report: telemetry record %d (step %d): %d grad_w values for %s → %s, want %d", k, r.Step, len(g), ls[l].Name, ls[l+1].Name, want)
 			}
 		}
+		if r.WNorm != nil && len(r.WNorm) != len(ls)-1 {
+			return fmt.Errorf("report: telemetry record %d (step %d): %d w_norm layers, want %d routing layers", k, r.Step, len(r.WNorm), len(ls)-1)
+		}
+		for l, w := range r.WNorm {
+			if want := ls[l].N * ls[l+1].N; len(w) != want {
+				return fmt.Errorf("report: telemetry record %d (step %d): %d w_norm values for %s → %s, want %d", k, r.Step, len(w), ls[l].Name, ls[l+1].Name, want)
+			}
+		}
 	}
 	return nil
 }
@@ -247,5 +255,55 @@ func (in *Input) writeDark(b *strings.Builder) error {
 	}
 	figure.WriteTable(b, figure.Table{Caption: fmt.Sprintf("capsules whose largest norm stayed below %g to the end of the log", theta),
 		Head: []string{"capsule layer", "dark", "capsule: dark since (largest norm since)"}, Rows: rows})
+	return in.writeDeaths(b, theta, minRec)
+}
+
+// writeDeaths tabulates every capsule that went dark for a stretch of at
+// least minRec records (telemetry.Log.Deaths): the step it died, its
+// revivals, and, when the log has w_norm, how the norms of its votes
+// matrices evolved from its death on.
+func (in *Input) writeDeaths(b *strings.Builder, theta float64, minRec int) error {
+	t := in.Telemetry
+	deaths, err := t.Deaths(theta, minRec)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	b.WriteString("<h3>Deaths and revivals</h3>\n")
+	wnote := "The log has no votes-matrix norms (w_norm: written before they were recorded), so whether the dead capsules' votes matrices decay is not known."
+	if t.HasWNorm() {
+		wnote = "‖W‖ out: the mean over the next layer's capsules j of ‖W[j,i]‖_F, the votes matrices from the dead capsule i; ‖W‖ in: the mean over the previous layer's capsules of those into it; each at the first logged step, at its death and at the end, with the smallest mean from its death on and the largest single norm at the end (0: every one of them has decayed to 0)."
+		if t.Header.Pool != nil {
+			wnote += " The log is pooled: each value is the largest of its window."
+		}
+	}
+	figure.Note(b, "A capsule dies when its largest norm over the batch goes below %g for at least %d logged record(s) (as above); it revives when a record at or above %g ends such a stretch. %s", theta, minRec, theta, wnote)
+	if len(deaths) == 0 {
+		figure.Note(b, "No capsule died.")
+		return nil
+	}
+	traj := func(w *telemetry.WTrajectory) string {
+		if w == nil {
+			return "—"
+		}
+		return w.String()
+	}
+	var rows [][]string
+	for _, d := range deaths {
+		died := "revived"
+		if d.Dead {
+			died = fmt.Sprintf("step %d (epoch %d, peak %.3g)", d.Since, d.Epoch, d.Peak)
+		}
+		var rev []string
+		for _, r := range d.Revivals {
+			rev = append(rev, r.String())
+		}
+		revs := "—"
+		if len(rev) > 0 {
+			revs = strings.Join(rev, "; ")
+		}
+		rows = append(rows, []string{t.Header.Layers[d.Layer].Name, fmt.Sprint(d.Capsule), died, revs, traj(d.Out), traj(d.In)})
+	}
+	figure.WriteTable(b, figure.Table{Caption: fmt.Sprintf("capsules below %g for at least %d logged record(s): death, revivals and votes-matrix norms", theta, minRec),
+		Head: []string{"capsule layer", "capsule", "dead since", "revivals", "‖W‖ out", "‖W‖ in"}, Rows: rows})
 	return nil
 }

@@ -209,7 +209,9 @@ func testAcc(e train.EpochMetrics) float64 {
 }
 
 // printDark prints, per capsule layer, the capsules of a telemetry log
-// that went dark and stayed dark to its end (the report's table).
+// that went dark and stayed dark to its end (the report's table), then
+// every capsule's death and revivals (telemetry.Log.Deaths) with, when the
+// log has w_norm, the norms of a dead capsule's votes matrices.
 func printDark(w io.Writer, t *telemetry.Log, path string, theta float64) error {
 	if len(t.Records) == 0 {
 		return nil
@@ -232,6 +234,35 @@ func printDark(w io.Writer, t *telemetry.Log, path string, theta float64) error 
 			list = "  capsule@since-step: " + strings.Join(since, " ")
 		}
 		fmt.Fprintf(&b, "%-10s %3d/%-3d%s\n", L.Name, len(since), L.N, list)
+	}
+	deaths, err := t.Deaths(theta, minRec)
+	if err != nil {
+		return err
+	}
+	if len(deaths) > 0 {
+		fmt.Fprintf(&b, "\nDeaths and revivals (below %g for ≥ %d logged steps; a revival: a step at or above it after such a stretch)", theta, minRec)
+		if !t.HasWNorm() {
+			b.WriteString("; the log has no w_norm (votes-matrix norms), written before they were recorded")
+		}
+		b.WriteString("\n")
+	}
+	for _, d := range deaths {
+		fmt.Fprintf(&b, "%-10s capsule %d: ", t.Header.Layers[d.Layer].Name, d.Capsule)
+		if d.Dead {
+			fmt.Fprintf(&b, "dead since step %d (epoch %d)", d.Since, d.Epoch)
+		} else {
+			b.WriteString("alive at the end")
+		}
+		fmt.Fprintf(&b, ", %d revival(s)\n", len(d.Revivals))
+		for _, r := range d.Revivals {
+			fmt.Fprintf(&b, "%-10s   revived: %s\n", "", r)
+		}
+		if d.Out != nil {
+			fmt.Fprintf(&b, "%-10s   ‖W[j,i]‖ out: %s\n", "", d.Out)
+		}
+		if d.In != nil {
+			fmt.Fprintf(&b, "%-10s   ‖W[i,k]‖ in:  %s\n", "", d.In)
+		}
 	}
 	_, err = io.WriteString(w, b.String())
 	return err

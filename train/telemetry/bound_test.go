@@ -39,7 +39,7 @@ func zeroRecords(t *testing.T, h Header, n int) []byte {
 func TestMaxLogBytes(t *testing.T) {
 	h := testHeader()
 	defer func(v int64) { MaxLogBytes = v }(MaxLogBytes)
-	MaxLogBytes = 3 * h.RecordBytes()
+	MaxLogBytes = 3 * h.RecordBytes(false)
 	b3, b4 := zeroRecords(t, h, 3), zeroRecords(t, h, 4)
 	if j, s, ej, es := readBoth(b3); ej != nil || es != nil || len(j.Records) != 3 || len(s.Records) != 3 {
 		t.Fatalf("3 records within MaxLogBytes: %v / %v", ej, es)
@@ -126,7 +126,7 @@ func TestResumeGzipChecked(t *testing.T) {
 	}
 
 	defer func(v int64) { MaxLogBytes = v }(MaxLogBytes)
-	MaxLogBytes = 2 * h.RecordBytes()
+	MaxLogBytes = 2 * h.RecordBytes(false)
 	lim := UnpackLimit(h)
 	if lim < int64(len(testFile(t, h, 2))) || lim > 2000 {
 		t.Errorf("UnpackLimit %d, want at least the %d bytes of 2 records, at most 2000", lim, len(testFile(t, h, 2)))

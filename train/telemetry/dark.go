@@ -1,9 +1,6 @@
 package telemetry
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // DefaultDarkNorm is the default threshold of DarkCapsules: a capsule
 // whose norm stays below m⁻ = 0.1 on every image of every batch is, for
@@ -36,23 +33,10 @@ type Dark struct {
 //	for k > 0 && g.Records[k-1].MaxNorm[l][i] < theta { k-- }
 //	dark := len(g.Records)-k >= minRecords; since := g.Records[k].Step
 func (g *Log) DarkCapsules(theta float64, minRecords int) ([]Dark, error) {
-	if !(theta > 0) {
-		return nil, fmt.Errorf("telemetry: dark-capsule threshold %g, must be > 0", theta)
-	}
-	if minRecords < 1 {
-		return nil, fmt.Errorf("telemetry: dark capsules need at least %d record(s), must be ≥ 1", minRecords)
+	if err := g.checkDark(theta, minRecords); err != nil {
+		return nil, err
 	}
 	ls := g.Header.Layers
-	for k, r := range g.Records {
-		if len(r.MaxNorm) != len(ls) {
-			return nil, fmt.Errorf("telemetry: record %d (step %d): %d max_norm layers, the header has %d", k, r.Step, len(r.MaxNorm), len(ls))
-		}
-		for l, v := range r.MaxNorm {
-			if len(v) != ls[l].N {
-				return nil, fmt.Errorf("telemetry: record %d (step %d): %d max_norm values for layer %s of %d capsules", k, r.Step, len(v), ls[l].Name, ls[l].N)
-			}
-		}
-	}
 	var out []Dark
 	n := len(g.Records)
 	for l, L := range ls {

@@ -210,17 +210,19 @@ func resumeGzip(dir string, h Header, step int) (w *Writer, ok bool, err error) 
 	if err != nil {
 		return nil, false, fmt.Errorf("telemetry %s: resume at step %d (remove it to start a fresh telemetry file): %w", path, step, err)
 	}
-	w, err = open(path, h, p.last, Gzip)
+	w, err = open(path, h, p.last, p.wnorm, Gzip)
 	return w, err == nil, err
 }
 
 // gzipPoint is where a resume cuts a GzipName file: the first keep bytes
 // are kept as they are, then the first rewrite decompressed bytes of the
 // member at keep (0: none) as a member of their own; last is the step of
-// the last record kept.
+// the last record kept, wnorm whether the kept records hold w_norm
+// (Writer.wnorm).
 type gzipPoint struct {
 	keep, rewrite int64
 	last          int
+	wnorm         int8
 }
 
 // countingReader counts the bytes gzip reads from r; it is an
@@ -268,7 +270,7 @@ func gzipResumePoint(f *os.File, h Header, step int) (gzipPoint, error) {
 		zr.Multistream(false)
 		var kept int64 // bytes of the member's kept lines
 		for {
-			n, prefix, err := readLine(lr)
+			n, prefix, w, err := readLine(lr)
 			if total += n; total > limit {
 				return gzipPoint{}, errLimit(h, limit)
 			}
@@ -297,7 +299,7 @@ func gzipResumePoint(f *os.File, h Header, step int) (gzipPoint, error) {
 				p.keep, p.rewrite = start, kept
 				return p, nil
 			} else {
-				p.last = s
+				p.last, p.wnorm = s, wnormOf(w)
 			}
 			kept += n
 		}
@@ -318,36 +320,33 @@ func gzipResumePoint(f *os.File, h Header, step int) (gzipPoint, error) {
 
 // errLimit is gzipResumePoint's error beyond UnpackLimit(h).
 func errLimit(h Header, limit int64) error {
-	return fmt.Errorf("more than %d bytes decompressed (telemetry.MaxUnpackedBytes %d, or MaxLogBytes %d: %d records of at most %d bytes)", limit, MaxUnpackedBytes, MaxLogBytes, h.maxLogRecords(), maxRecordLine(h))
+	return fmt.Errorf("more than %d bytes decompressed (telemetry.MaxUnpackedBytes %d, or MaxLogBytes %d: %d records of at most %d bytes, or %d with w_norm of at most %d)", limit, MaxUnpackedBytes, MaxLogBytes, h.maxLogRecords(false), maxRecordLine(h, false), h.maxLogRecords(true), maxRecordLine(h, true))
 }
 
 // UnpackLimit is the most decompressed bytes a resume reads from a
 // GzipName of header h: the header line and as many records as MaxLogBytes allows a
 // Log of h's sizes to hold (Read would refuse more), each of at most the
-// length the Writer gives a record of h's sizes; at most MaxUnpackedBytes.
+// length the Writer gives a record of h's sizes, with w_norm or without
+// (whichever allows more bytes); at most MaxUnpackedBytes.
 func UnpackLimit(h Header) int64 {
 	line, err := json.Marshal(h)
 	if err != nil {
 		return 0
 	}
-	return min(int64(len(line)+1)+h.maxLogRecords()*maxRecordLine(h), MaxUnpackedBytes)
+	recs := max(h.maxLogRecords(false)*maxRecordLine(h, false), h.maxLogRecords(true)*maxRecordLine(h, true))
+	return min(int64(len(line)+1)+recs, MaxUnpackedBytes)
 }
 
 // maxRecordLine is the longest line AppendRecord writes for a record of
-// h's sizes: epoch and step of up to 13 digits, each value at most 15
-// bytes with its comma (float32 in the shortest form, "1.1754942e-38"),
-// brackets; at most MaxLineBytes+1.
-func maxRecordLine(h Header) int64 {
-	vals, rows := int64(0), int64(0)
-	for l, L := range h.Layers {
-		vals += int64(L.N)
-		rows++
-		if l > 0 {
-			vals += int64(L.N) * int64(h.Layers[l-1].N)
-			rows++
-		}
-	}
+// h's sizes, with w_norm (wnorm) or without: epoch and step of up to 13
+// digits, each value at most 15 bytes with its comma (float32 in the
+// shortest form, "1.1754942e-38"), brackets; at most MaxLineBytes+1.
+func maxRecordLine(h Header, wnorm bool) int64 {
+	vals, rows := h.recordSize(wnorm)
 	fixed := int64(len(`{"epoch":,"step":,"max_norm":[],"grad_w":[]}` + "\n"))
+	if wnorm {
+		fixed += int64(len(wnormKey + "[]"))
+	}
 	return min(fixed+2*13+16*vals+3*rows, int64(MaxLineBytes)+1)
 }
 

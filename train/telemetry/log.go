@@ -2,13 +2,17 @@
 // paper's appendix figures: per training step, every capsule's largest
 // norm over the batch for every capsule layer (primary capsules
 // included), and the Frobenius norm of the margin loss's gradient
-// |∂L_m/∂W[j,i]| for every (j, i) of every routing layer. A run writes it
+// |∂L_m/∂W[j,i]| for every (j, i) of every routing layer, and (in the
+// logs written since it exists) the Frobenius norm of every votes matrix
+// W[j,i] itself. A run writes it
 // as NDJSON next to metrics.ndjson, gzip-compressed in members (GzipName,
 // the default form Gzip) or plain (FileName): a Header line, then one
 // Record per recorded step (Writer). Read parses such a file, with
 // simdjson where the CPU supports it (ReadSIMD), else encoding/json
 // (ReadJSON); both give the same Log.
 package telemetry
+
+import "fmt"
 
 // Format is the value of Header.Format of the files this package writes.
 const Format = "capstan-telemetry/1"
@@ -57,10 +61,44 @@ type Record struct {
 	// gradient of the margin loss alone (summed over replicas, as the
 	// optimizer's gradient is).
 	GradW [][]float32 `json:"grad_w"`
+	// WNorm[l-1][j·N_{l-1}+i] is ‖W[j,i]‖_F of routing layer l ≥ 1, the
+	// votes matrix the step's forward pass used (before the step's
+	// optimizer update), in GradW's layout. Optional: nil in the logs
+	// written before it existed (and in the records a run resumed from such
+	// a log goes on writing); a log has it in every record or in none
+	// (Log.HasWNorm).
+	WNorm [][]float32 `json:"w_norm,omitempty"`
 }
 
 // Log is a parsed telemetry file: its header and records in file order.
 type Log struct {
 	Header  Header
 	Records []Record
+}
+
+// HasWNorm reports whether the log's records hold w_norm (Record.WNorm):
+// whether its first one does, since a file read by Read has it in all its
+// records or in none.
+func (g *Log) HasWNorm() bool {
+	return len(g.Records) > 0 && g.Records[0].WNorm != nil
+}
+
+// checkWNorm checks that every record holds w_norm or none does; the
+// error names the first record that differs from the first one.
+func (g *Log) checkWNorm() error {
+	has := g.HasWNorm()
+	for k := range g.Records {
+		if r := &g.Records[k]; (r.WNorm != nil) != has {
+			return fmt.Errorf("record %d (step %d) %s w_norm and record 0 (step %d) %s: a log has it in every record or in none", k, r.Step, hasNot(r.WNorm != nil), g.Records[0].Step, hasNot(has))
+		}
+	}
+	return nil
+}
+
+// hasNot is "has" or "has no", for the errors about w_norm.
+func hasNot(has bool) string {
+	if has {
+		return "has"
+	}
+	return "has no"
 }

@@ -17,7 +17,8 @@ import (
 // and last records were of steps First and Last, became one record (the last window may be
 // shorter). A pooled record carries the epoch and step of its window's
 // first record; each of its values is the largest of that value over the
-// window. A capsule is below a threshold in a pooled record exactly when
+// window (w_norm too, when the log has it: the largest ‖W[j,i]‖ of the
+// window). A capsule is below a threshold in a pooled record exactly when
 // it was below it in every step of the window, so the dark capsules of a
 // pooled log (Log.DarkCapsules) are those of its source, with Since
 // rounded down to a window's first step.
@@ -49,8 +50,8 @@ func PoolWindow(n, maxRecords int) int {
 // Pool returns the log max-pooled over windows of window consecutive
 // records (see Pooling); g is not changed. A window of 1 returns g
 // itself. It returns an error for window < 1, a log without records, a
-// log that is already pooled, or a record whose sizes disagree with the
-// header.
+// log that is already pooled, a record whose sizes disagree with the
+// header, or a log with w_norm in some records only.
 func (g *Log) Pool(window int) (*Log, error) {
 	switch {
 	case window < 1:
@@ -67,17 +68,24 @@ func (g *Log) Pool(window int) (*Log, error) {
 			return nil, fmt.Errorf("telemetry: pool: record %d: %w", k, err)
 		}
 	}
+	if err := g.checkWNorm(); err != nil {
+		return nil, fmt.Errorf("telemetry: pool: %w", err)
+	}
 	out := &Log{Header: g.Header}
 	out.Header.Layers = append([]Layer(nil), g.Header.Layers...)
 	out.Header.Pool = &Pooling{Window: window, First: g.Records[0].Step, Last: g.Records[len(g.Records)-1].Step, Records: len(g.Records)}
 	for lo := 0; lo < len(g.Records); lo += window {
 		win := g.Records[lo:min(lo+window, len(g.Records))]
-		out.Records = append(out.Records, Record{
+		rec := Record{
 			Epoch:   win[0].Epoch,
 			Step:    win[0].Step,
 			MaxNorm: poolRows(win, func(r *Record) [][]float32 { return r.MaxNorm }),
 			GradW:   poolRows(win, func(r *Record) [][]float32 { return r.GradW }),
-		})
+		}
+		if g.HasWNorm() {
+			rec.WNorm = poolRows(win, func(r *Record) [][]float32 { return r.WNorm })
+		}
+		out.Records = append(out.Records, rec)
 	}
 	return out, nil
 }
@@ -102,9 +110,12 @@ func poolRows(win []Record, rows func(r *Record) [][]float32) [][]float32 {
 }
 
 // Write writes the log as a telemetry file (header line, then one line
-// per record) to w.
+// per record) to w. A log with w_norm in some records only is an error.
 func (g *Log) Write(w io.Writer) error {
 	if err := g.Header.check(); err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	if err := g.checkWNorm(); err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
 	h, err := json.Marshal(g.Header)

@@ -21,18 +21,22 @@ var (
 	// MaxDim bounds one layer's capsule dimension D.
 	MaxDim = 1 << 10
 	// MaxLineBytes bounds one line (a record of the deep model is about
-	// 11 KB); a header whose records could not fit in it is refused.
+	// 13 KB, 22 KB with w_norm); a header whose records could not fit in
+	// it is refused.
 	MaxLineBytes = 16 << 20
 	// MaxRecords bounds the number of records (30 epochs of the deep model
 	// at batch 128 are 12,870).
 	MaxRecords = 1 << 24
 	// MaxLogBytes bounds the memory a parsed Log may hold in total: its
 	// records times the bytes of one (RecordBytes: its values and row
-	// headers). It is checked as blocks of lines arrive, before their
-	// records are allocated, so a small file of many short records (a
-	// gzip of zero records expands a thousandfold) is refused, not
-	// parsed out of memory. 30 epochs of the deep model at batch 128 are
-	// about 60 MB.
+	// headers, with w_norm when the log's records have it). It is checked
+	// as blocks of lines arrive, before their records are allocated (for
+	// the first block, whose records may or may not hold w_norm, at the
+	// size of a record without it, then again as each record is added),
+	// so a small file of many short records (a gzip of zero records
+	// expands a thousandfold) is refused, not parsed out of memory. 30
+	// epochs of the deep model at batch 128 are about 55 MB (105 MB with
+	// w_norm).
 	MaxLogBytes int64 = 1 << 30
 	// ChunkBytes is the size of the blocks of whole lines the parsers
 	// work on (and, with MaxLineBytes, their buffer): memory is the Log
@@ -62,13 +66,18 @@ func ReadJSON(r io.Reader, name string) (*Log, error) {
 
 // parser holds the state shared by both parsing paths.
 type parser struct {
-	name  string
-	log   Log
-	lens  []int // row lengths: max_norm rows, then grad_w rows
-	total int   // values per record
-	min   int   // shortest possible record line
-	line  int   // number of the last line parsed (1: header)
-	cut   int   // number of the last line read handed over (line ≤ cut)
+	name   string
+	log    Log
+	lens   []int // row lengths: max_norm rows, grad_w rows, then w_norm rows
+	nrows  int   // rows of a record without w_norm (max_norm and grad_w)
+	total  int   // values per record without w_norm
+	wtotal int   // values of w_norm
+	min    int   // shortest possible record line
+	// wnorm is whether the log's records hold w_norm: 0 not known yet (no
+	// record), 1 they do, -1 they do not.
+	wnorm int8
+	line  int // number of the last line parsed (1: header)
+	cut   int // number of the last line read handed over (line ≤ cut)
 	// fallbacks counts the blocks the SIMD path handed to encoding/json.
 	fallbacks int
 }
@@ -164,12 +173,18 @@ func (p *parser) header(b []byte) error {
 	for l := 1; l < len(h.Layers); l++ {
 		p.lens = append(p.lens, h.Layers[l].N*h.Layers[l-1].N)
 	}
-	for _, n := range p.lens {
-		p.total += n
+	p.nrows = len(p.lens)
+	p.lens = append(p.lens, p.lens[len(h.Layers):]...) // w_norm: grad_w's shapes
+	for k, n := range p.lens {
+		if k < p.nrows {
+			p.total += n
+		} else {
+			p.wtotal += n
+		}
 	}
 	// Each value takes at least two bytes ("0," or a row's "0]"), each row
 	// its "[" and a comma but the last of max_norm and of grad_w.
-	p.min = 2*p.total + 2*len(p.lens) - 2 + len(`{"epoch":1,"step":1,"max_norm":[],"grad_w":[]}`)
+	p.min = 2*p.total + 2*p.nrows - 2 + len(`{"epoch":1,"step":1,"max_norm":[],"grad_w":[]}`)
 	if p.min > MaxLineBytes {
 		return p.errf(1, "header: a record of %d values would exceed %d bytes (telemetry.MaxLineBytes)", p.total, MaxLineBytes)
 	}
@@ -177,37 +192,57 @@ func (p *parser) header(b []byte) error {
 }
 
 // RecordBytes is the memory one parsed record of the header's sizes
-// takes: its values (4 bytes each), its rows' slice headers and the
-// Record itself. MaxLogBytes / RecordBytes records fit in a Log.
-func (h *Header) RecordBytes() int64 {
-	vals, rows := 0, 0
-	for l, L := range h.Layers {
-		vals += L.N
-		rows++
-		if l > 0 {
-			vals += L.N * h.Layers[l-1].N
-			rows++
-		}
-	}
-	return 4*int64(vals) + 24*int64(rows) + int64(unsafe.Sizeof(Record{}))
+// takes, with w_norm (wnorm) or without: its values (4 bytes each), its
+// rows' slice headers and the Record itself. MaxLogBytes / RecordBytes
+// records fit in a Log.
+func (h *Header) RecordBytes(wnorm bool) int64 {
+	vals, rows := h.recordSize(wnorm)
+	return 4*vals + 24*rows + int64(unsafe.Sizeof(Record{}))
 }
 
-// maxLogRecords is the number of records of the header's sizes that
-// MaxLogBytes and MaxRecords allow.
-func (h *Header) maxLogRecords() int64 {
-	return min(MaxLogBytes/h.RecordBytes(), int64(MaxRecords))
+// recordSize is the number of values and of rows of a record of the
+// header's sizes, with w_norm (wnorm) or without.
+func (h *Header) recordSize(wnorm bool) (vals, rows int64) {
+	for l, L := range h.Layers {
+		vals += int64(L.N)
+		rows++
+		if l > 0 {
+			n := int64(L.N) * int64(h.Layers[l-1].N)
+			vals += n
+			rows++
+			if wnorm {
+				vals += n
+				rows++
+			}
+		}
+	}
+	return vals, rows
+}
+
+// maxLogRecords is the number of records of the header's sizes, with
+// w_norm (wnorm) or without, that MaxLogBytes and MaxRecords allow.
+func (h *Header) maxLogRecords(wnorm bool) int64 {
+	return min(MaxLogBytes/h.RecordBytes(wnorm), int64(MaxRecords))
 }
 
 // bound checks, before a block of n more record lines is parsed, that the
-// Log would stay within MaxLogBytes; the error names the first line
-// beyond it.
+// Log would stay within MaxLogBytes, at the size of the log's records
+// (without w_norm while no record is parsed: add checks each record
+// again); the error names the first line beyond it.
 func (p *parser) bound(n int) error {
-	h := &p.log.Header
-	limit := h.maxLogRecords()
+	limit := p.log.Header.maxLogRecords(p.wnorm > 0)
 	if int64(p.cut-1)+int64(n) <= limit || limit >= int64(MaxRecords) {
 		return nil // MaxRecords is checked line by line
 	}
-	return p.errf(int(limit)+2, "more than %d records of %d bytes: the log would exceed %d bytes (telemetry.MaxLogBytes)", limit, h.RecordBytes(), MaxLogBytes)
+	return p.logErr(p.wnorm > 0)
+}
+
+// logErr is the error of a log beyond MaxLogBytes, its records with w_norm
+// (wnorm) or without: it names the first line beyond it.
+func (p *parser) logErr(wnorm bool) error {
+	h := &p.log.Header
+	limit := h.maxLogRecords(wnorm)
+	return p.errf(int(limit)+2, "more than %d records of %d bytes: the log would exceed %d bytes (telemetry.MaxLogBytes)", limit, h.RecordBytes(wnorm), MaxLogBytes)
 }
 
 // check checks a header's format and sizes (against the package limits).
@@ -252,6 +287,7 @@ type recordJSON struct {
 	Step    *int64      `json:"step"`
 	MaxNorm [][]float32 `json:"max_norm"`
 	GradW   [][]float32 `json:"grad_w"`
+	WNorm   [][]float32 `json:"w_norm"`
 }
 
 // jsonChunk parses a block of record lines with encoding/json.
@@ -285,11 +321,19 @@ func (p *parser) jsonLine(b []byte) error {
 	if rj.Epoch == nil || rj.Step == nil || rj.MaxNorm == nil || rj.GradW == nil {
 		return p.errf(n, "a record needs epoch, step, max_norm and grad_w")
 	}
-	if len(rj.MaxNorm) != len(p.log.Header.Layers) || len(rj.GradW) != len(p.log.Header.Layers)-1 {
-		return p.errf(n, "%d max_norm and %d grad_w rows, the header's %d layers want %d and %d", len(rj.MaxNorm), len(rj.GradW), len(p.log.Header.Layers), len(p.log.Header.Layers), len(p.log.Header.Layers)-1)
+	nl := len(p.log.Header.Layers)
+	if len(rj.MaxNorm) != nl || len(rj.GradW) != nl-1 {
+		return p.errf(n, "%d max_norm and %d grad_w rows, the header's %d layers want %d and %d", len(rj.MaxNorm), len(rj.GradW), nl, nl, nl-1)
 	}
-	rec, vals := p.newRecord()
-	rows := append(rj.MaxNorm, rj.GradW...)
+	wnorm := rj.WNorm != nil
+	if wnorm && len(rj.WNorm) != nl-1 {
+		return p.errf(n, "%d w_norm rows, the header's %d layers want %d", len(rj.WNorm), nl, nl-1)
+	}
+	if err := p.wnormCheck(n, wnorm); err != nil {
+		return err
+	}
+	rec, vals := p.newRecord(wnorm)
+	rows := append(append(rj.MaxNorm, rj.GradW...), rj.WNorm...)
 	for k, row := range rows {
 		if len(row) != p.lens[k] {
 			return p.rowErr(n, k, len(row))
@@ -334,16 +378,44 @@ func (p *parser) lineCheck(b []byte) error {
 	return nil
 }
 
-// newRecord allocates a record's rows in one block of values.
-func (p *parser) newRecord() (Record, []float32) {
-	vals := make([]float32, p.total)
+// wnormCheck checks, before line n's record is added, that it holds
+// w_norm (wnorm) as the log's records before it do, and that the log of
+// such records stays within MaxLogBytes.
+func (p *parser) wnormCheck(n int, wnorm bool) error {
+	k := len(p.log.Records)
+	if k > 0 && wnorm != (p.wnorm > 0) {
+		others := "have it"
+		if wnorm {
+			others = "have none"
+		}
+		return p.errf(n, "this record %s w_norm, the %d before it %s: a log has w_norm in every record or in none", hasNot(wnorm), k, others)
+	}
+	if limit := p.log.Header.maxLogRecords(wnorm); int64(k) >= limit && limit < int64(MaxRecords) {
+		return p.logErr(wnorm)
+	}
+	return nil
+}
+
+// newRecord allocates a record's rows, with w_norm (wnorm) or without,
+// in one block of values.
+func (p *parser) newRecord(wnorm bool) (Record, []float32) {
+	lens := p.lens[:p.nrows]
+	total := p.total
+	if wnorm {
+		lens, total = p.lens, p.total+p.wtotal
+	}
+	vals := make([]float32, total)
 	nl := len(p.log.Header.Layers)
-	rows := make([][]float32, len(p.lens))
+	rows := make([][]float32, len(lens))
 	v := vals
-	for k, n := range p.lens {
+	for k, n := range lens {
 		rows[k], v = v[:n:n], v[n:]
 	}
-	return Record{MaxNorm: rows[:nl:nl], GradW: rows[nl:]}, vals
+	rec := Record{MaxNorm: rows[:nl:nl], GradW: rows[nl:p.nrows:p.nrows]}
+	if wnorm {
+		rec.WNorm = rows[p.nrows:]
+	}
+	return rec, vals
 }
 
 func (p *parser) rowErr(n, k, got int) error {
@@ -357,7 +429,11 @@ func (p *parser) valueErr(n, k, i int, v float64) error {
 }
 
 func (p *parser) rowName(k int) (string, int) {
-	if nl := len(p.log.Header.Layers); k >= nl {
+	nl := len(p.log.Header.Layers)
+	switch {
+	case k >= p.nrows:
+		return "w_norm", k - p.nrows
+	case k >= nl:
 		return "grad_w", k - nl
 	}
 	return "max_norm", k
@@ -376,6 +452,7 @@ func (p *parser) add(n int, rec Record, epoch, step int64) error {
 	}
 	rec.Epoch, rec.Step = int(epoch), int(step)
 	p.log.Records = append(p.log.Records, rec)
+	p.wnorm = wnormOf(rec.WNorm != nil)
 	p.line = n
 	return nil
 }

@@ -23,8 +23,9 @@ var simdWorkers = 0
 // ParsedJson, up to one block per CPU at once, and the records are read
 // off the tapes. It accepts exactly what ReadJSON accepts and gives the
 // same Log: a block in which anything is not plain (a parse error, a
-// value out of range, a key other than the four of a record or a repeated
-// one, a number whose rounding to float32 is a tie) is parsed again, in
+// value out of range, a key other than the four of a record and the
+// optional w_norm or a repeated one, a number whose rounding to float32
+// is a tie, records with and without w_norm) is parsed again, in
 // file order, by the encoding/json path, which then gives the result or
 // the error with its line. It is an error on a CPU without support
 // (SIMDSupported).
@@ -121,11 +122,16 @@ var errPlain = errors.New("not plain")
 
 // merge appends a block's records to the log, or parses the block with
 // encoding/json when the worker could not, or when its records do not
-// follow the log's (steps, MaxRecords).
+// follow the log's (steps, MaxRecords, MaxLogBytes, w_norm in all records
+// or none).
 func (p *parser) merge(b []byte, recs []Record, err error) error {
 	if err == nil && len(p.log.Records)+len(recs) <= MaxRecords {
-		if k := len(p.log.Records); k == 0 || recs[0].Step > p.log.Records[k-1].Step && recs[0].Epoch >= p.log.Records[k-1].Epoch {
+		wnorm := recs[0].WNorm != nil
+		k := len(p.log.Records)
+		follows := k == 0 || recs[0].Step > p.log.Records[k-1].Step && recs[0].Epoch >= p.log.Records[k-1].Epoch && wnorm == (p.wnorm > 0)
+		if follows && int64(k+len(recs)) <= p.log.Header.maxLogRecords(wnorm) {
 			p.log.Records = append(p.log.Records, recs...)
+			p.wnorm = wnormOf(wnorm)
 			p.line += len(recs)
 			return nil
 		}
@@ -140,7 +146,8 @@ const (
 	keyStep
 	keyMaxNorm
 	keyGradW
-	keyAll = keyEpoch | keyStep | keyMaxNorm | keyGradW
+	keyWNorm                                              // optional
+	keyAll   = keyEpoch | keyStep | keyMaxNorm | keyGradW // required
 )
 
 // simdWorker parses blocks with simdjson; p is only read (the header's
@@ -153,6 +160,9 @@ type simdWorker struct {
 	el, ri         simdjson.Iter
 	obj            simdjson.Object
 	recs, arr, row simdjson.Array
+	// scratch holds a record's values (with w_norm) until the record
+	// is known to hold w_norm or not.
+	scratch []float32
 }
 
 // decode returns the records of a block of lines, or errPlain.
@@ -201,7 +211,7 @@ func (w *simdWorker) decode(b []byte) ([]Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if k > 0 && (rec.Step <= recs[k-1].Step || rec.Epoch < recs[k-1].Epoch) {
+		if k > 0 && (rec.Step <= recs[k-1].Step || rec.Epoch < recs[k-1].Epoch || (rec.WNorm != nil) != (recs[0].WNorm != nil)) {
 			return nil, errPlain
 		}
 		recs = append(recs, rec)
@@ -219,7 +229,10 @@ func (w *simdWorker) record() (Record, error) {
 		return Record{}, errPlain
 	}
 	p := w.p
-	rec, vals := p.newRecord()
+	if len(w.scratch) != p.total+p.wtotal {
+		w.scratch = make([]float32, p.total+p.wtotal)
+	}
+	vals := w.scratch
 	nl := len(p.log.Header.Layers)
 	var epoch, step int64
 	seen := 0
@@ -241,6 +254,8 @@ func (w *simdWorker) record() (Record, error) {
 			key = keyMaxNorm
 		case "grad_w":
 			key = keyGradW
+		case "w_norm":
+			key = keyWNorm
 		}
 		if key == 0 || seen&key != 0 {
 			return Record{}, errPlain // another key (encoding/json matches keys case-insensitively) or a repeated one
@@ -265,14 +280,20 @@ func (w *simdWorker) record() (Record, error) {
 				return Record{}, err
 			}
 		case keyGradW:
-			if err := w.rows(nl, len(p.lens), t, vals[p.prefix(nl):]); err != nil {
+			if err := w.rows(nl, p.nrows, t, vals[p.prefix(nl):]); err != nil {
+				return Record{}, err
+			}
+		case keyWNorm:
+			if err := w.rows(p.nrows, len(p.lens), t, vals[p.total:]); err != nil {
 				return Record{}, err
 			}
 		}
 	}
-	if seen != keyAll {
+	if seen&keyAll != keyAll {
 		return Record{}, errPlain
 	}
+	rec, out := p.newRecord(seen&keyWNorm != 0)
+	copy(out, vals)
 	rec.Epoch, rec.Step = int(epoch), int(step)
 	return rec, nil
 }

@@ -113,6 +113,13 @@ func bitsEqual(a, b *Log) bool {
 				}
 			}
 		}
+		for l := range ra.WNorm {
+			for i := range ra.WNorm[l] {
+				if math.Float32bits(ra.WNorm[l][i]) != math.Float32bits(rb.WNorm[l][i]) {
+					return false
+				}
+			}
+		}
 	}
 	return true
 }
@@ -402,6 +409,11 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(lines[0] + strings.Replace(lines[1], `[[`, `[[-0,`, 1)))
 	f.Add([]byte(lines[0] + strings.Replace(lines[1], `[[`, `[[null,`, 1)))
 	f.Add([]byte(lines[0] + strings.Replace(lines[1], `"epoch"`, `"epoch":2,"epoch"`, 1)))
+	wn := writeFile(f, f.TempDir(), h, withWNorm(testRecords(h, 3, 6), 7))
+	f.Add(wn)
+	wl := strings.SplitAfter(string(wn), "\n")
+	f.Add([]byte(wl[0] + wl[1] + lines[2])) // w_norm, then a record without
+	f.Add([]byte(wl[0] + strings.Replace(wl[1], `"w_norm"`, `"W_norm"`, 1)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 1<<16 {
 			return // per-exec memory stays small: the limits scale with the input

@@ -75,13 +75,19 @@ var MemberRecords = 16
 // every checkpoint commit, and a resume (Resume) cuts the file back to
 // the checkpoint's step, so after a kill at any instant the file holds
 // every recorded step up to the checkpoint exactly once. Write does not
-// allocate once its line buffer has grown to a record's size.
+// allocate once its line buffer has grown to a record's size. A file
+// holds w_norm (Record.WNorm) in every record or in none: the first
+// record decides, and a file resumed whose records have none (written
+// before w_norm existed) goes on without it (Write drops it).
 type Writer struct {
 	f    *os.File
 	path string
 	h    Header
 	buf  []byte
 	last int // step of the last record in the file (0: none)
+	// wnorm is whether the file's records hold w_norm: 0 not decided
+	// (no record yet), 1 they do, -1 they do not.
+	wnorm int8
 	// Gzip form: records are compressed by zw, a member of n records
 	// (0: none open), into bw, which is flushed when the member closes.
 	zw *gzip.Writer
@@ -123,7 +129,7 @@ func Create(dir string, h Header, form Form) (*Writer, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	return open(path, h, 0, form)
+	return open(path, h, 0, 0, form)
 }
 
 // writeMember writes the bytes of r to w as one gzip member.
@@ -137,12 +143,14 @@ func writeMember(w io.Writer, r io.Reader) error {
 
 // open opens the telemetry file at path for appending, never through a
 // link and never a FIFO or device (runfile.OpenFile).
-func open(path string, h Header, last int, form Form) (*Writer, error) {
+// last is the step of its last record, wnorm whether its records hold
+// w_norm (Writer.wnorm).
+func open(path string, h Header, last int, wnorm int8, form Form) (*Writer, error) {
 	f, err := runfile.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	w := &Writer{f: f, path: path, h: h, last: last}
+	w := &Writer{f: f, path: path, h: h, last: last, wnorm: wnorm}
 	if form == Gzip {
 		w.bw = bufio.NewWriterSize(f, 64<<10)
 		w.zw = gzip.NewWriter(w.bw)
@@ -181,7 +189,7 @@ func Resume(dir string, h Header, step int, form Form) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	keep, last, ok, err := resumePoint(f, h, step)
+	keep, last, wnorm, ok, err := resumePoint(f, h, step)
 	if err == nil && ok {
 		if err = f.Truncate(keep); err == nil {
 			err = f.Sync()
@@ -196,43 +204,53 @@ func Resume(dir string, h Header, step int, form Form) (*Writer, error) {
 	if !ok {
 		return Create(dir, h, form)
 	}
-	return open(path, h, last, Plain)
+	return open(path, h, last, wnorm, Plain)
 }
 
 // resumePoint scans a telemetry file: keep is the length of its header
 // and of the complete lines after it whose steps increase and are ≤ step
 // (last is the last one's step); ok is false when the file's header is not
-// h. Only the start of each line is read (the writer puts epoch and step
-// first).
-func resumePoint(f *os.File, h Header, step int) (keep int64, last int, ok bool, err error) {
+// h. wnorm tells whether the kept records hold w_norm (Writer.wnorm: 0
+// when none is kept). Only the start of each line is read (the writer
+// puts epoch and step first), and whether it holds the w_norm key.
+func resumePoint(f *os.File, h Header, step int) (keep int64, last int, wnorm int8, ok bool, err error) {
 	want, err := json.Marshal(h)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, 0, false, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, err := br.ReadSlice('\n')
 	if err != nil || string(head[:len(head)-1]) != string(want) {
 		if pooled(head) {
-			return 0, 0, false, errPooled
+			return 0, 0, 0, false, errPooled
 		}
-		return 0, 0, false, nil // not this run's header: start afresh
+		return 0, 0, 0, false, nil // not this run's header: start afresh
 	}
 	keep = int64(len(head))
 	for {
-		n, prefix, err := readLine(br)
+		n, prefix, w, err := readLine(br)
 		if err == io.EOF {
-			return keep, last, true, nil // end of file, or a torn last line
+			return keep, last, wnorm, true, nil // end of file, or a torn last line
 		}
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, 0, false, err
 		}
 		s, okStep := lineStep(prefix)
 		if !okStep || s <= last || s > step {
-			return keep, last, true, nil
+			return keep, last, wnorm, true, nil
 		}
 		keep += n
 		last = s
+		wnorm = wnormOf(w)
 	}
+}
+
+// wnormOf is Writer.wnorm of a file whose last record has w_norm (w) or not.
+func wnormOf(w bool) int8 {
+	if w {
+		return 1
+	}
+	return -1
 }
 
 // errPooled is Resume's error for a pooled log (Log.Pool), which holds
@@ -275,7 +293,9 @@ func lineStep(b []byte) (int, bool) {
 
 // Write appends r (its step after the last one written, its shapes the
 // header's, its values finite and ≥ 0) as one line. It does not allocate
-// once its buffer has grown to a record's size.
+// once its buffer has grown to a record's size. A record without w_norm
+// in a file whose records have it is an error; in a file whose records
+// have none, the record is written without it.
 func (w *Writer) Write(r *Record) error {
 	if err := w.h.checkRecord(r); err != nil {
 		return fmt.Errorf("telemetry %s: step %d: %w", w.path, r.Step, err)
@@ -283,7 +303,17 @@ func (w *Writer) Write(r *Record) error {
 	if r.Step <= w.last {
 		return fmt.Errorf("telemetry %s: step %d after step %d", w.path, r.Step, w.last)
 	}
-	w.buf = AppendRecord(w.buf[:0], r)
+	if w.wnorm > 0 && r.WNorm == nil {
+		return fmt.Errorf("telemetry %s: step %d has no w_norm, the file's records have it", w.path, r.Step)
+	}
+	rec := *r
+	if w.wnorm < 0 {
+		rec.WNorm = nil // a file of records without w_norm (a resumed older log)
+	}
+	w.buf = AppendRecord(w.buf[:0], &rec)
+	if w.wnorm == 0 {
+		w.wnorm = wnormOf(rec.WNorm != nil)
+	}
 	if w.zw == nil {
 		if _, err := w.f.Write(w.buf); err != nil {
 			return fmt.Errorf("telemetry: %w", err)
@@ -343,8 +373,8 @@ func (w *Writer) Close() error {
 }
 
 // AppendRecord appends r's line (JSON, newline-terminated, fields in the
-// order epoch, step, max_norm, grad_w; floats in the shortest form that
-// reads back as the same float32) to dst.
+// order epoch, step, max_norm, grad_w, then w_norm when r has it; floats
+// in the shortest form that reads back as the same float32) to dst.
 func AppendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `{"epoch":`...)
 	dst = strconv.AppendInt(dst, int64(r.Epoch), 10)
@@ -354,6 +384,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = appendRows(dst, r.MaxNorm)
 	dst = append(dst, `,"grad_w":`...)
 	dst = appendRows(dst, r.GradW)
+	if r.WNorm != nil {
+		dst = append(dst, `,"w_norm":`...)
+		dst = appendRows(dst, r.WNorm)
+	}
 	return append(dst, "}\n"...)
 }
 
@@ -376,13 +410,16 @@ func appendRows(dst []byte, rows [][]float32) []byte {
 }
 
 // checkRecord checks a record against the header: counts, shapes, finite
-// values ≥ 0.
+// values ≥ 0; WNorm nil or of GradW's shapes.
 func (h *Header) checkRecord(r *Record) error {
 	if r.Epoch < 1 || r.Epoch > maxCount || r.Step < 1 || r.Step > maxCount {
 		return fmt.Errorf("epoch %d and step %d must be in 1..2^40", r.Epoch, r.Step)
 	}
 	if len(r.MaxNorm) != len(h.Layers) || len(r.GradW) != len(h.Layers)-1 {
 		return fmt.Errorf("%d max_norm and %d grad_w rows, the header's %d layers want %d and %d", len(r.MaxNorm), len(r.GradW), len(h.Layers), len(h.Layers), len(h.Layers)-1)
+	}
+	if r.WNorm != nil && len(r.WNorm) != len(h.Layers)-1 {
+		return fmt.Errorf("%d w_norm rows, the header's %d layers want %d", len(r.WNorm), len(h.Layers), len(h.Layers)-1)
 	}
 	for l, L := range h.Layers {
 		if err := checkRow("max_norm", l, r.MaxNorm[l], L.N); err != nil {
@@ -391,6 +428,11 @@ func (h *Header) checkRecord(r *Record) error {
 		if l > 0 {
 			if err := checkRow("grad_w", l-1, r.GradW[l-1], L.N*h.Layers[l-1].N); err != nil {
 				return err
+			}
+			if r.WNorm != nil {
+				if err := checkRow("w_norm", l-1, r.WNorm[l-1], L.N*h.Layers[l-1].N); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -410,18 +452,32 @@ func checkRow(field string, l int, row []float32, n int) error {
 }
 
 // readLine reads one line of any length from br (through its newline, or to
-// the end of the stream or an error) without keeping it: its length n and
-// its first 64 bytes, enough for the step field a resume looks for.
-func readLine(br *bufio.Reader) (n int64, prefix []byte, err error) {
+// the end of the stream or an error) without keeping it: its length n, its
+// first 64 bytes, enough for the step field a resume looks for, and
+// whether it holds the key w_norm as the Writer writes it.
+func readLine(br *bufio.Reader) (n int64, prefix []byte, wnorm bool, err error) {
+	var edge [2*len(wnormKey) - 2]byte // the end of a part and the start of the next
 	for {
 		var part []byte
 		part, err = br.ReadSlice('\n')
 		if prefix == nil {
 			prefix = append([]byte(nil), part[:min(len(part), 64)]...)
+		} else if !wnorm {
+			// The key across the boundary of two parts.
+			m := len(wnormKey) - 1
+			k := copy(edge[m:], part)
+			wnorm = bytes.Contains(edge[:m+k], []byte(wnormKey))
+		}
+		wnorm = wnorm || bytes.Contains(part, []byte(wnormKey))
+		if len(part) >= len(wnormKey)-1 {
+			copy(edge[:], part[len(part)-(len(wnormKey)-1):])
 		}
 		n += int64(len(part))
 		if err != bufio.ErrBufferFull {
-			return n, prefix, err
+			return n, prefix, wnorm, err
 		}
 	}
 }
+
+// wnormKey is the w_norm key as AppendRecord writes it.
+const wnormKey = `,"w_norm":`

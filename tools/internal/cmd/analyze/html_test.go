@@ -55,6 +55,11 @@ func writeRunFiles(t *testing.T, ck, preset string) {
 					g[k] = float32(k+s) * 1e-4
 				}
 				r.GradW = append(r.GradW, g)
+				w := make([]float32, len(g))
+				for k := range w {
+					w[k] = float32(3-s) / 2 // 1, 0.5, 0: the votes matrices decay to 0
+				}
+				r.WNorm = append(r.WNorm, w)
 			}
 		}
 		line, _ := json.Marshal(r)
@@ -77,7 +82,9 @@ func TestHTML(t *testing.T) {
 	}
 	// The telemetry's norms are all 0: every capsule dark from step 1, in
 	// the terminal and in the report.
-	for _, want := range []string{"Dark capsules in ", "below 0.1 from a step to the last, step 3 of epoch 1, for ≥ 1 logged steps", "capsule@since-step: 0@1 1@1"} {
+	for _, want := range []string{"Dark capsules in ", "below 0.1 from a step to the last, step 3 of epoch 1, for ≥ 1 logged steps", "capsule@since-step: 0@1 1@1",
+		"Deaths and revivals (below 0.1 for ≥ 1 logged steps", "primary    capsule 0: dead since step 1 (epoch 1), 0 revival(s)",
+		"‖W[j,i]‖ out: mean 1 (first step) → 1 (death) → 0 (end), min 0 at step 3, largest at the end 0"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}
@@ -88,7 +95,8 @@ func TestHTML(t *testing.T) {
 	}
 	doc := string(raw)
 	for _, want := range []string{"<h1>Parse-tree report: tiny-deep</h1>", "<td>primary → caps.0</td>", "<b>image 0</b>", "<b>image 1</b>", "<b>rotation 30°</b>", "<b>shear 30°</b>",
-		"coupling std, caps.0 → caps.1", "viewpoint invariance under rotation", "3 training step(s) of tiny-deep", "accuracy per epoch", "</html>", "Capsules dark at the end of training", "0: step 1 (epoch 1, peak 0)"} {
+		"coupling std, caps.0 → caps.1", "viewpoint invariance under rotation", "3 training step(s) of tiny-deep", "accuracy per epoch", "</html>", "Capsules dark at the end of training", "0: step 1 (epoch 1, peak 0)",
+		"Deaths and revivals", "<th>‖W‖ out</th>", "mean 1 (first step) → 1 (death) → 0 (end), min 0 at step 3, largest at the end 0"} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q", want)
 		}
