@@ -268,3 +268,15 @@ func checkReluMask(kernel string, n int, y, dy, dx []float32) bool {
 	need(kernel, "dx", dx, n-1)
 	return true
 }
+
+// checkAdamStep checks an adamStep call: w, g, m and v hold n values each.
+func checkAdamStep(kernel string, n int, w, g, m, v []float32) bool {
+	if !dims(kernel, n) {
+		return false
+	}
+	need(kernel, "w", w, n-1)
+	need(kernel, "g", g, n-1)
+	need(kernel, "m", m, n-1)
+	need(kernel, "v", v, n-1)
+	return true
+}

@@ -90,3 +90,9 @@ func fastBiasAct(rows, n int, y []float32, ldy int, bias []float32) bool {
 func fastReluMask(n int, y, dy, dx []float32) bool {
 	return uint(n-1) < maxDim && n <= len(y) && n <= len(dy) && n <= len(dx)
 }
+
+// fastAdamStep is the fast path of checkAdamStep: true only when
+// checkAdamStep would return true.
+func fastAdamStep(n int, w, g, m, v []float32) bool {
+	return uint(n-1) < maxDim && n <= len(w) && n <= len(g) && n <= len(m) && n <= len(v)
+}

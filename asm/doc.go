@@ -9,7 +9,7 @@
 // _gen/amd64vec, which has one generator function per kernel family
 // (gemvN, gemvT, ger, mulAddRows, mulAddRowsBatch(+Set), softmaxCols(+Grad),
 // squash(+Grad), gerGroups, ger2Groups(+Set), gemvTGroups, gemvNGroups,
-// exp), each emitting both the AVX2 (8 lanes, VMASKMOVPS tails) and the
+// exp, …, adamStep, the optimizer's update), each emitting both the AVX2 (8 lanes, VMASKMOVPS tails) and the
 // AVX-512 (16 lanes, K-masked tails) version from the same source. The
 // constants and algorithm of exp come from _gen/expconst, shared with the
 // arm64 generator, so that exp has the same clamps (−105, 88.7228394),

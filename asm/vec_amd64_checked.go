@@ -702,3 +702,41 @@ func ReluMaskAVX512(n int, y, dy, dx []float32) {
 		reluMaskAVX512(n, y, dy, dx)
 	}
 }
+
+// AdamStepAVX2 applies one Adam step to n weights w with gradient g and
+// moments m and v, with AVX2: with decoupled = 0, torch.optim.Adam's L2 weight
+// decay (wd·w added to g); otherwise AdamW's, wd then being the factor
+// 1 − lr·wd that w is scaled by. The scalars are precomputed by the caller
+// (package kernels: b1 = β1, c1 = 1 − β1, b2 = β2, c2 = 1 − β2, step =
+// lr/(1 − β1ᵗ), rbc2 = 1/sqrt(1 − β2ᵗ)). Every product is rounded before
+// its sum, the square root is correctly rounded and the division is a true
+// one, so the result equals that loop bit for bit as Go compiles it
+// on amd64 (GOAMD64 below v3, where Go does not fuse multiply-adds). It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		gi := g[i]
+//		if decoupled == 0 {
+//			gi += wd * w[i]
+//		}
+//		mi := b1*m[i] + c1*gi
+//		vi := b2*v[i] + c2*gi*gi
+//		m[i], v[i] = mi, vi
+//		den := float32(math.Sqrt(float64(vi)))*rbc2 + eps
+//		if decoupled == 0 {
+//			w[i] = w[i] - step*mi/den
+//		} else {
+//			w[i] = w[i]*wd - step*mi/den
+//		}
+//	}
+func AdamStepAVX2(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
+	if fastAdamStep(n, w, g, m, v) || checkAdamStep("AdamStepAVX2", n, w, g, m, v) {
+		adamStepAVX2(n, decoupled, w, g, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
+	}
+}
+
+// AdamStepAVX512 is AdamStepAVX2 with AVX-512F.
+func AdamStepAVX512(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
+	if fastAdamStep(n, w, g, m, v) || checkAdamStep("AdamStepAVX512", n, w, g, m, v) {
+		adamStepAVX512(n, decoupled, w, g, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
+	}
+}

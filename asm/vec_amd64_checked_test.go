@@ -138,3 +138,16 @@ func epilogueWrappers() []epilogueKernels {
 	}
 	return ks
 }
+
+// adamWrappers lists the AdamStep kernels of this CPU
+// (adam_checked_test.go).
+func adamWrappers() []adamKernel {
+	var ks []adamKernel
+	if cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3) {
+		ks = append(ks, adamKernel{"AVX2", AdamStepAVX2})
+	}
+	if cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512DQ, cpuid.AVX512BW, cpuid.AVX512VL) {
+		ks = append(ks, adamKernel{"AVX512", AdamStepAVX512})
+	}
+	return ks
+}

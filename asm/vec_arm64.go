@@ -111,3 +111,8 @@ func biasActNEON(rows, n int, y []float32, ldy int, bias []float32, relu int)
 //
 //go:noescape
 func reluMaskNEON(n int, y, dy, dx []float32)
+
+// adamStepNEON is the body of AdamStepNEON.
+//
+//go:noescape
+func adamStepNEON(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)

@@ -450,3 +450,34 @@ func ReluMaskNEON(n int, y, dy, dx []float32) {
 		reluMaskNEON(n, y, dy, dx)
 	}
 }
+
+// AdamStepNEON applies one Adam step to n weights w with gradient g and
+// moments m and v: with decoupled = 0, torch.optim.Adam's L2 weight
+// decay (wd·w added to g); otherwise AdamW's, wd then being the factor
+// 1 − lr·wd that w is scaled by. The scalars are precomputed by the caller
+// (package kernels: b1 = β1, c1 = 1 − β1, b2 = β2, c2 = 1 − β2, step =
+// lr/(1 − β1ᵗ), rbc2 = 1/sqrt(1 − β2ᵗ)). Every product is rounded before
+// its sum, the square root is correctly rounded and the division is a true
+// one (no FMLA; Go itself may fuse the loop's multiply-adds on arm64, so
+// the two may differ in the last bits). It is equivalent to
+//
+//	for i := 0; i < n; i++ {
+//		gi := g[i]
+//		if decoupled == 0 {
+//			gi += wd * w[i]
+//		}
+//		mi := b1*m[i] + c1*gi
+//		vi := b2*v[i] + c2*gi*gi
+//		m[i], v[i] = mi, vi
+//		den := float32(math.Sqrt(float64(vi)))*rbc2 + eps
+//		if decoupled == 0 {
+//			w[i] = w[i] - step*mi/den
+//		} else {
+//			w[i] = w[i]*wd - step*mi/den
+//		}
+//	}
+func AdamStepNEON(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
+	if fastAdamStep(n, w, g, m, v) || checkAdamStep("AdamStepNEON", n, w, g, m, v) {
+		adamStepNEON(n, decoupled, w, g, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
+	}
+}

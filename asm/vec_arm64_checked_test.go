@@ -184,3 +184,8 @@ func TestFMAPeakNEON(t *testing.T) {
 func epilogueWrappers() []epilogueKernels {
 	return []epilogueKernels{{"NEON", BiasActNEON, ReluMaskNEON}}
 }
+
+// adamWrappers lists the AdamStep kernel (adam_checked_test.go).
+func adamWrappers() []adamKernel {
+	return []adamKernel{{"NEON", AdamStepNEON}}
+}

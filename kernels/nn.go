@@ -6,7 +6,7 @@ import (
 )
 
 // Small kernels of the public API: squash, losses, masking, softmax,
-// activations, bias and the Adam update. Each has a forward and a backward
+// activations and bias (the Adam update is in adam.go). Each has a forward and a backward
 // form, checks its lengths and returns an error instead of panicking, and
 // never allocates. The plain Go loops are also the reference: none of these
 // is a hot spot next to the convolutions and the capsule votes.
@@ -575,83 +575,6 @@ func BiasGradCols(rows, cols int, dy, dbias []float32) error {
 		for j, v := range dy[r*cols : (r+1)*cols] {
 			dbias[j] += v
 		}
-	}
-	return nil
-}
-
-// AdamParams are the hyper-parameters of AdamStep.
-// They are float64 like PyTorch's Python scalars, so that 1−β2 is 0.001
-// rounded once to float32 rather than 1 − float32(0.999), which is off by
-// 1.3e-5 relative.
-type AdamParams struct {
-	LR          float64 // learning rate (1e-3)
-	Beta1       float64 // first-moment decay β1 (0.9)
-	Beta2       float64 // second-moment decay β2 (0.999)
-	Eps         float64 // ε added to sqrt(v̂) (1e-8)
-	WeightDecay float64 // weight-decay coefficient (1e-6), in the form Decoupled chooses
-	// Decoupled applies WeightDecay as AdamW does (torch.optim.AdamW,
-	// Loshchilov & Hutter): the weights shrink by the factor 1 − LR·wd
-	// before the Adam update, which sees the loss's gradient alone. false
-	// (the default, torch.optim.Adam's weight_decay, a Keras L2
-	// regulariser) adds wd·w to the gradient, so Adam normalises it with
-	// the rest.
-	Decoupled bool
-}
-
-// DefaultAdamParams returns the training defaults of docs/semantics.md §5: lr 1e-3,
-// β1 0.9, β2 0.999, ε 1e-8, weight decay 1e-6.
-func DefaultAdamParams() AdamParams {
-	return AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-6}
-}
-
-// AdamStep applies step t (t ≥ 1, counting from 1) of Adam to the weights
-// w with gradient g and moment buffers m and v (zero before step 1),
-// following torch.optim.Adam with weight_decay (L2 added to the gradient)
-// or, with p.Decoupled, torch.optim.AdamW:
-//
-//	L2 (default):                 decoupled (AdamW):
-//	g' = g + wd·w                 g' = g;  w = w·(1 − lr·wd)
-//	m  = β1·m + (1−β1)·g'
-//	v  = β2·v + (1−β2)·g'²
-//	w -= lr/(1−β1ᵗ) · m / (sqrt(v)/sqrt(1−β2ᵗ) + ε)    (= lr·m̂/(sqrt(v̂)+ε))
-//
-// The bias corrections, the step size and 1 − lr·wd are computed in
-// float64, the element-wise update in float32. w, g, m and v must have
-// the same length; g is not modified. NaN in g propagates into w, m, v.
-func AdamStep(p AdamParams, t int, w, g, m, v []float32) error {
-	if t < 1 {
-		return fmt.Errorf("kernels.AdamStep: step t=%d, must be ≥ 1", t)
-	}
-	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
-		return fmt.Errorf("kernels.AdamStep: lengths w %d, g %d, m %d, v %d differ", len(w), len(g), len(m), len(v))
-	}
-	bc1 := 1 - math.Pow(p.Beta1, float64(t))
-	bc2 := 1 - math.Pow(p.Beta2, float64(t))
-	step := float32(p.LR / bc1)
-	invSqrtBC2 := float32(1 / math.Sqrt(bc2))
-	b1, b2 := float32(p.Beta1), float32(p.Beta2)
-	c1, c2 := float32(1-p.Beta1), float32(1-p.Beta2)
-	wd, eps := float32(p.WeightDecay), float32(p.Eps)
-	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
-	if p.Decoupled {
-		keep := float32(1 - p.LR*p.WeightDecay)
-		for i, wi := range w {
-			gi := g[i]
-			mi := b1*m[i] + c1*gi
-			vi := b2*v[i] + c2*gi*gi
-			m[i], v[i] = mi, vi
-			den := float32(math.Sqrt(float64(vi)))*invSqrtBC2 + eps
-			w[i] = wi*keep - step*mi/den
-		}
-		return nil
-	}
-	for i, wi := range w {
-		gi := g[i] + wd*wi
-		mi := b1*m[i] + c1*gi
-		vi := b2*v[i] + c2*gi*gi
-		m[i], v[i] = mi, vi
-		den := float32(math.Sqrt(float64(vi)))*invSqrtBC2 + eps
-		w[i] = wi - step*mi/den
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ var refOps = ops{
 	exp:             expRef,
 	biasAct:         biasActRef,
 	reluMask:        reluMaskRef,
+	adamStep:        adamStepRef,
 	fmaPeak:         fmaLoop{fn: fmaPeakRef, w: fmaRefW, a: fmaRefA},
 	i8Name:          "ref",
 	gemmI8:          gemmI8PackedRef,

@@ -60,6 +60,7 @@ func main() {
 		gemvNTGroups(s)
 		biasAct(s)
 		reluMask(s)
+		adamStep(s)
 	}
 	Generate()
 }

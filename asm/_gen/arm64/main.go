@@ -11,7 +11,8 @@
 //     squashGrad, gerGroups, gemvTGroups, gemvNGroups, ger2Groups, which
 //     yields both Ger2Groups and Ger2GroupsSet, ger2GemvGroups,
 //     gemvNTGroups, fmaPeak, the FMA throughput loop, and epilogue, which
-//     yields the convolutions' BiasAct and ReluMask), after a header whose WORD
+//     yields the convolutions' BiasAct and ReluMask, and adam, the
+//     optimizer's AdamStep), after a header whose WORD
 //     macros (the vector instructions the Go assembler lacks) come from the
 //     table below, each encoding with its mnemonic in a comment;
 //   - sgemm_arm64.s: the SGEMM micro-kernel, one template parameterised by
@@ -90,6 +91,7 @@ var funcs = map[string]string{
 	"FMAPeakNEON":         "out, in []float32, iters int",
 	"BiasActNEON":         "rows, n int, y []float32, ldy int, bias []float32, relu int",
 	"ReluMaskNEON":        "n int, y, dy, dx []float32",
+	"AdamStepNEON":        "n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32",
 }
 
 // sgemmParams is the signature of every SGEMM micro-kernel.
@@ -127,6 +129,7 @@ var vecKernels = []struct {
 	{tmpl: "fmapeak", fn: "FMAPeakNEON", acc: fmaPeakAcc},
 	{tmpl: "epilogue", fn: "BiasActNEON"},
 	{tmpl: "epilogue", fn: "ReluMaskNEON"},
+	{tmpl: "adam", fn: "AdamStepNEON"},
 }
 
 // fmaPeakAcc is the number of accumulators of the FMA throughput loop
@@ -434,6 +437,7 @@ var funcMap = template.FuncMap{
 		return fmt.Sprintf("0x%08x", 0x4e20c000|uint32(m)<<16|uint32(n)<<5|uint32(d))
 	},
 	"sadalp": func(d, n int) string { return fmt.Sprintf("0x%08x", 0x4e606800|uint32(n)<<5|uint32(d)) },
+	"list":   func(v ...int) []int { return v },
 	"seq": func(n int) []int {
 		s := make([]int, n)
 		for i := range s {
