@@ -114,7 +114,7 @@ type Best struct {
 // writes (tools/sweep collect -json), its "schema" key: docs/json.md
 // documents it. A change of its keys or their meaning takes the next
 // number.
-const SummarySchema = "capstan-sweep-collect/1"
+const SummarySchema = "capstan-sweep-collect/2"
 
 // Summary is what Collect makes of a sweep's result files; its JSON keys
 // are snake_case.
@@ -141,6 +141,11 @@ type Summary struct {
 	Archs []Arch `json:"archs"`
 	// Best are the best RBA models: overall, then per depth (ascending).
 	Best []Best `json:"best"`
+	// Variants are the done tasks, in manifest order, of a sweep whose
+	// tasks have optimizer settings or telemetry (Grid.WeightDecay, …,
+	// Grid.Telemetry): the settings, dead capsules and training deaths of
+	// each (absent otherwise).
+	Variants []Variant `json:"variants,omitempty"`
 }
 
 // jfloat is a float64 whose JSON null (how a result writes NaN) decodes
@@ -163,14 +168,15 @@ func (f *jfloat) UnmarshalJSON(b []byte) error {
 // resultFile is the part of a Result that Collect reads: the analysis
 // without its per-capsule and per-coupling arrays (skipped, not decoded).
 type resultFile struct {
-	Task       Task   `json:"task"`
-	Status     string `json:"status"`
-	Error      string `json:"error"`
-	Params     int64  `json:"params"`
-	ReachedAcc bool   `json:"reached_target"`
-	ValAcc     jfloat `json:"val_acc"`
-	TestAcc    jfloat `json:"test_acc"`
-	EvalAcc    jfloat `json:"eval_acc"`
+	Task       Task    `json:"task"`
+	Status     string  `json:"status"`
+	Error      string  `json:"error"`
+	Params     int64   `json:"params"`
+	ReachedAcc bool    `json:"reached_target"`
+	ValAcc     jfloat  `json:"val_acc"`
+	TestAcc    jfloat  `json:"test_acc"`
+	EvalAcc    jfloat  `json:"eval_acc"`
+	Deaths     *Deaths `json:"deaths"`
 	Analysis   *struct {
 		Thresholds analysis.Thresholds
 		Layers     []struct {
@@ -302,6 +308,11 @@ func readResult(dir string, t Task) outcome {
 	rep, err := r.report()
 	if err != nil {
 		return outcome{kind: outInvalid, msg: oneLine(err.Error())}
+	}
+	if r.Deaths != nil {
+		if err := r.Deaths.check(); err != nil {
+			return outcome{kind: outInvalid, msg: oneLine(err.Error())}
+		}
 	}
 	r.Analysis = nil
 	return outcome{kind: outDone, res: &r, report: rep}
@@ -461,6 +472,7 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 	var order []*archAcc
 	byName := map[string]*archAcc{}
 	done := map[string]bool{}
+	variants := hasVariants(tasks)
 	for i, t := range tasks {
 		o := outs[i]
 		p := Problem{Index: t.Index, Model: t.Model, Seed: t.Seed, Result: t.Result, Problem: o.msg}
@@ -488,6 +500,9 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 		s.Done++
 		done[t.Routing] = true
 		a.add(t.Routing, o)
+		if variants {
+			s.Variants = append(s.Variants, variantOf(t, o))
+		}
 	}
 	s.Routing = columnKinds(done)
 	for _, a := range order {

@@ -240,6 +240,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 	} else {
 		writeMDTable(&b, s.bestTable())
 	}
+	b.WriteString(s.variantsMarkdown())
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
@@ -305,6 +306,11 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 	}
 	b.WriteString(figs)
 	figure.WriteTable(&b, s.accuracyTable().html("Accuracy per architecture"))
+	vh, err := s.variantsHTML()
+	if err != nil {
+		return err
+	}
+	b.WriteString(vh)
 	b.WriteString("<h2>Best models</h2>\n")
 	if len(s.Best) == 0 {
 		b.WriteString("<p>No RBA task is done yet.</p>\n")

@@ -371,8 +371,12 @@ func TestExpandOptimizer(t *testing.T) {
 	task := tasks[len(tasks)-1] // decoupled, groups votes=0.01
 	task.Epochs, task.K = 1, 50
 	dir := t.TempDir()
-	if _, err := RunTask(context.Background(), dir, task, RunOptions{}); err != nil {
+	res, err := RunTask(context.Background(), dir, task, RunOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if d := res.Deaths; d == nil || d.Error != "" || !d.WNorm || d.Records == 0 || len(d.Layers) != len(res.Analysis.Layers) || d.check() != nil {
+		t.Errorf("deaths of a task with telemetry: %+v", d)
 	}
 	ck, err := capsnet.ReadCheckpoint(filepath.Join(dir, task.Dir, train.CheckpointName))
 	if err != nil {

@@ -3,8 +3,6 @@ package sweep
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/capstan-ml/capstan/train"
 )
@@ -71,27 +69,17 @@ type variant struct {
 
 // variants returns every combination of g's optimizer axes, weight decay
 // outermost, then form, ε and groups; one default variant when the grid
-// has none.
+// has none. Each is named by its settings (Optimizer.name).
 func (g Grid) variants() []variant {
 	vs := []variant{{}}
-	vs = axis(vs, g.WeightDecay, func(v *variant, wd float64) {
-		v.opt.WeightDecay = &wd
-		v.name += "-wd" + strconv.FormatFloat(wd, 'g', -1, 64)
-	})
-	vs = axis(vs, g.WeightDecayForm, func(v *variant, f string) {
-		v.opt.WeightDecayForm = f
-		v.name += "-" + f
-	})
-	vs = axis(vs, g.AdamEps, func(v *variant, e float64) {
-		v.opt.AdamEps = &e
-		v.name += "-eps" + strconv.FormatFloat(e, 'g', -1, 64)
-	})
-	return axis(vs, g.GroupWeightDecay, func(v *variant, gw string) {
-		v.opt.GroupWeightDecay = gw
-		if gw != "" {
-			v.name += "-" + strings.NewReplacer("=", "", ",", "-").Replace(gw)
-		}
-	})
+	vs = axis(vs, g.WeightDecay, func(v *variant, wd float64) { v.opt.WeightDecay = &wd })
+	vs = axis(vs, g.WeightDecayForm, func(v *variant, f string) { v.opt.WeightDecayForm = f })
+	vs = axis(vs, g.AdamEps, func(v *variant, e float64) { v.opt.AdamEps = &e })
+	vs = axis(vs, g.GroupWeightDecay, func(v *variant, gw string) { v.opt.GroupWeightDecay = gw })
+	for i := range vs {
+		vs[i].name = vs[i].opt.name()
+	}
+	return vs
 }
 
 // axis returns every variant of vs combined with every value of vals (set
@@ -156,4 +144,13 @@ func (g Grid) checkOptimizer() error {
 		}
 	}
 	return nil
+}
+
+// WeightDecayValue is the task's weight decay in effect: its own, else
+// train's default (1e-6).
+func (o Optimizer) WeightDecayValue() float64 {
+	if o.WeightDecay != nil {
+		return *o.WeightDecay
+	}
+	return defaultWeightDecay
 }

@@ -128,6 +128,9 @@ func RunTask(ctx context.Context, dir string, t Task, ro RunOptions) (Result, er
 	if err != nil {
 		return Result{}, fmt.Errorf("task %d: %w", t.Index, err)
 	}
+	if t.Telemetry {
+		r.Deaths = taskDeaths(runDir)
+	}
 	if err := WriteResult(resPath, r); err != nil {
 		return Result{}, err
 	}

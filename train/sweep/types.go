@@ -76,4 +76,8 @@ type Result struct {
 	// an uninterrupted run), to compare runs bit for bit (a sweep run
 	// through a scheduler against the same tasks run one by one).
 	Params256 string `json:"params_sha256"`
+	// Deaths summarises the training telemetry of a task with Telemetry:
+	// which capsules died during training, when, and what became of
+	// their votes matrices (nil without telemetry).
+	Deaths *Deaths `json:"deaths,omitempty"`
 }

@@ -29,6 +29,7 @@ func collectCmd(args []string) error {
 	manifest := fs.String("manifest", "", "the sweep's manifest (sweep plan's DIR/manifest.ndjson)")
 	md := fs.String("markdown", "", "Markdown file of the tables")
 	htmlPath := fs.String("html", "", "HTML page of the tables and the accuracy heatmaps")
+	png := fs.String("deaths-png", "", "PNG figure of the dead capsules against the weight-decay coefficient, one line per model, form and ε (a sweep with optimizer axes: docs/sweeps.md)")
 	jsonPath := fs.String("json", "", "JSON file of the summary (schema "+sweep.SummarySchema+", snake_case keys; docs/json.md)")
 	if err := cli.Parse(fs, args, 0, os.Stdout); err != nil {
 		return err
@@ -36,7 +37,7 @@ func collectCmd(args []string) error {
 	if *manifest == "" {
 		return cli.Usagef("-manifest is required (see -h)")
 	}
-	outputs := []cli.Path{{Flag: "-markdown", Value: *md}, {Flag: "-html", Value: *htmlPath}, {Flag: "-json", Value: *jsonPath}}
+	outputs := []cli.Path{{Flag: "-markdown", Value: *md}, {Flag: "-html", Value: *htmlPath}, {Flag: "-json", Value: *jsonPath}, {Flag: "-deaths-png", Value: *png}}
 	if err := cli.CheckOutputs(outputs, collectInputs(*manifest)); err != nil {
 		return err
 	}
@@ -44,13 +45,22 @@ func collectCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *png != "" {
+		if err := s.WriteDeathsPNG(*png); err != nil {
+			return fmt.Errorf("-deaths-png: %w", err)
+		}
+	}
 	if *md == "" && *htmlPath == "" && *jsonPath == "" {
+		if *png != "" {
+			cli.Wrote(os.Stdout, *png, "figure, PNG")
+			return nil
+		}
 		return s.WriteMarkdown(os.Stdout)
 	}
 	if err := s.WriteFiles(*md, *htmlPath, *jsonPath); err != nil {
 		return err
 	}
-	for _, f := range []struct{ path, note string }{{*md, "Markdown tables"}, {*htmlPath, "HTML page"}, {*jsonPath, "JSON, schema " + sweep.SummarySchema}} {
+	for _, f := range []struct{ path, note string }{{*md, "Markdown tables"}, {*htmlPath, "HTML page"}, {*jsonPath, "JSON, schema " + sweep.SummarySchema}, {*png, "figure, PNG"}} {
 		if f.path != "" {
 			cli.Wrote(os.Stdout, f.path, f.note)
 		}

@@ -145,7 +145,7 @@ func TestWroteLines(t *testing.T) {
 	if err := dec.Decode(&s); err != nil {
 		t.Fatalf("%v\n%s", err, raw)
 	}
-	if s.Schema != "capstan-sweep-collect/1" || s.Done != 1 || len(s.Best) == 0 || s.Best[0].Tables == nil {
+	if s.Schema != "capstan-sweep-collect/2" || s.Done != 1 || len(s.Best) == 0 || s.Best[0].Tables == nil {
 		t.Errorf("decoded: schema %q, %d done, best %+v", s.Schema, s.Done, s.Best)
 	}
 	for _, k := range regexp.MustCompile(`"([^"]*)":`).FindAllStringSubmatch(string(raw), -1) {
