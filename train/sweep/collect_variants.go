@@ -39,8 +39,11 @@ type Variant struct {
 	WeightDecayForm  string  `json:"weight_decay_form"`
 	AdamEps          float64 `json:"adam_eps"`
 	GroupWeightDecay string  `json:"group_weight_decay,omitempty"`
-	ValAcc           float64 `json:"val_acc"`
-	EvalAcc          float64 `json:"eval_acc"`
+	// InitStd is the votes matrices' initial std the task set (absent:
+	// the model's own initialisation).
+	InitStd *float64 `json:"init_std,omitempty"`
+	ValAcc  float64  `json:"val_acc"`
+	EvalAcc float64  `json:"eval_acc"`
 	// Layers names the capsule layers and CDS their dead capsules on the
 	// evaluation set (empty without an analysis).
 	Layers []string `json:"layers,omitempty"`
@@ -66,14 +69,14 @@ func (v Variant) HiddenDead() int {
 func variantOf(t Task, o outcome) Variant {
 	v := Variant{Index: t.Index, Arch: t.Arch, Routing: t.Routing, Seed: t.Seed,
 		WeightDecay: t.WeightDecayValue(), WeightDecayForm: train.DecayL2.String(), AdamEps: train.DefaultAdamEps,
-		GroupWeightDecay: t.GroupWeightDecay, ValAcc: float64(o.res.ValAcc), EvalAcc: float64(o.res.EvalAcc), Deaths: o.res.Deaths}
+		GroupWeightDecay: t.GroupWeightDecay, InitStd: t.InitStd, ValAcc: float64(o.res.ValAcc), EvalAcc: float64(o.res.EvalAcc), Deaths: o.res.Deaths}
 	if f, err := train.ParseWeightDecayForm(t.WeightDecayForm); err == nil {
 		v.WeightDecayForm = f.String()
 	}
 	if t.AdamEps != nil {
 		v.AdamEps = *t.AdamEps
 	}
-	v.Model = strings.TrimSuffix(t.Arch, t.Optimizer.name())
+	v.Model = strings.TrimSuffix(t.Arch, t.Settings.name())
 	if o.report != nil {
 		for _, l := range o.report.Layers {
 			v.Layers = append(v.Layers, l.Name)
@@ -88,7 +91,7 @@ var defaultWeightDecay = train.DefaultOptions(capsnet.Config{}).WeightDecay
 
 // name is the suffix Expand gives the Arch of a task of settings o ("" for
 // none), e.g. "-wd0.0001-decoupled-eps1e-07-votes0.01".
-func (o Optimizer) name() string {
+func (o Settings) name() string {
 	var s string
 	if o.WeightDecay != nil {
 		s += "-wd" + strconv.FormatFloat(*o.WeightDecay, 'g', -1, 64)
@@ -102,6 +105,9 @@ func (o Optimizer) name() string {
 	if o.GroupWeightDecay != "" {
 		s += "-" + strings.NewReplacer("=", "", ",", "-").Replace(o.GroupWeightDecay)
 	}
+	if o.InitStd != nil {
+		s += "-std" + strconv.FormatFloat(*o.InitStd, 'g', -1, 64)
+	}
 	return s
 }
 
@@ -109,7 +115,7 @@ func (o Optimizer) name() string {
 // telemetry: then Summary.Variants lists them.
 func hasVariants(tasks []Task) bool {
 	for _, t := range tasks {
-		if t.Telemetry || t.Optimizer != (Optimizer{}) {
+		if t.Telemetry || t.Settings != (Settings{}) {
 			return true
 		}
 	}
@@ -205,6 +211,9 @@ func (s *Summary) deathLines() []variantLine {
 		key := fmt.Sprintf("%s, %s, %s, ε %g", v.Model, v.Routing, v.WeightDecayForm, v.AdamEps)
 		if v.GroupWeightDecay != "" {
 			key += ", " + v.GroupWeightDecay
+		}
+		if v.InitStd != nil {
+			key += fmt.Sprintf(", init std %g", *v.InitStd)
 		}
 		l := byKey[key]
 		if l == nil {

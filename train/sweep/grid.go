@@ -52,6 +52,11 @@ type Grid struct {
 	WeightDecayForm  []string  `json:"weight_decay_form,omitempty"`
 	AdamEps          []float64 `json:"adam_eps,omitempty"`
 	GroupWeightDecay []string  `json:"group_weight_decay,omitempty"`
+	// InitStd: the votes matrices of every capsule layer drawn from a
+	// normal of each standard deviation (in (0, 100]) instead of the
+	// model's own initialisation (Settings.InitStd); a variant axis like
+	// the optimizer's, outermost after them.
+	InitStd []float64 `json:"init_std,omitempty"`
 	// Telemetry records every task's training telemetry (docs/telemetry.md).
 	Telemetry bool `json:"telemetry,omitempty"`
 	// Data, Eval, K, Target, Epochs, Batch, Threads: as in Task.
@@ -265,7 +270,7 @@ func Expand(g Grid) ([]Task, error) {
 	type arch struct {
 		model, arch string
 		depth, n, d int
-		opt         Optimizer
+		opt         Settings
 	}
 	var archs []arch
 	for _, m := range g.Models {
@@ -317,7 +322,7 @@ func Expand(g Grid) ([]Task, error) {
 				i := len(tasks)
 				tasks = append(tasks, Task{Index: i, Model: model, Arch: a.arch, Routing: rk, Depth: a.depth, Capsules: a.n, Dim: a.d, Seed: s,
 					Data: g.Data, Eval: g.Eval, K: g.K, Target: g.Target, Epochs: g.Epochs, Batch: g.Batch, Threads: g.Threads,
-					Optimizer: a.opt, Telemetry: g.Telemetry,
+					Settings: a.opt, Telemetry: g.Telemetry,
 					Dir:    fmt.Sprintf("runs/%05d-%s-%s-s%d", i, a.arch, rk, s),
 					Result: fmt.Sprintf("results/%05d.json", i)})
 			}

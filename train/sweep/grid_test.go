@@ -317,7 +317,7 @@ func taskNames(tasks []Task) []string {
 func TestExpandOptimizer(t *testing.T) {
 	g := Presets()["tiny"]
 	g.WeightDecay, g.WeightDecayForm, g.AdamEps = []float64{1e-4, 0}, []string{"l2", "decoupled"}, []float64{1e-7}
-	g.GroupWeightDecay, g.Telemetry = []string{"", "votes=0.01"}, true
+	g.GroupWeightDecay, g.InitStd, g.Telemetry = []string{"", "votes=0.01"}, []float64{0.2}, true
 	tasks, err := Expand(g)
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestExpandOptimizer(t *testing.T) {
 			t.Errorf("task %d: %+v", task.Index, task)
 		}
 	}
-	if len(archs) != 8 || !archs["tiny-deep-wd0.0001-decoupled-eps1e-07-votes0.01"] || !archs["tiny-deep-wd0-l2-eps1e-07"] {
+	if len(archs) != 8 || !archs["tiny-deep-wd0.0001-decoupled-eps1e-07-votes0.01-std0.2"] || !archs["tiny-deep-wd0-l2-eps1e-07-std0.2"] {
 		t.Errorf("archs %v", archs)
 	}
 	path := filepath.Join(t.TempDir(), ManifestName)
@@ -360,6 +360,8 @@ func TestExpandOptimizer(t *testing.T) {
 		{func(g *Grid) { g.WeightDecayForm = []string{"decoupled", "adamw"} }, "twice"},
 		{func(g *Grid) { g.AdamEps = []float64{0} }, "adam_eps"},
 		{func(g *Grid) { g.GroupWeightDecay = []string{"conv=1"} }, "group_weight_decay"},
+		{func(g *Grid) { g.InitStd = []float64{0} }, "init_std"},
+		{func(g *Grid) { g.InitStd = []float64{0.2, 0.2} }, "twice"},
 	} {
 		g := Presets()["tiny"]
 		tc.edit(&g)
@@ -381,6 +383,11 @@ func TestExpandOptimizer(t *testing.T) {
 	ck, err := capsnet.ReadCheckpoint(filepath.Join(dir, task.Dir, train.CheckpointName))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range ck.Config.Caps {
+		if c.InitStd != 0.2 || c.Init != "" {
+			t.Errorf("the task's model: layer %s init %q, std %v, want normal 0.2", c.Name, c.Init, c.InitStd)
+		}
 	}
 	s, ok, err := train.ReadOptimizerSettings(ck.Meta)
 	if err != nil || !ok || s.WeightDecay != 0 || s.WeightDecayForm != "decoupled" || s.Eps != 1e-7 || s.GroupDecay["votes"] != 0.01 {

@@ -176,7 +176,7 @@ func (t Task) check(i int, seen map[string]int) error {
 	if err := checkSettings(t.Data, t.Eval, t.K, t.Target, t.Epochs, t.Batch, t.Threads); err != nil {
 		return fmt.Errorf("field %w", err)
 	}
-	if err := t.Optimizer.check(); err != nil {
+	if err := t.Settings.check(); err != nil {
 		return fmt.Errorf("field %w", err)
 	}
 	return nil

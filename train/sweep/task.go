@@ -76,6 +76,7 @@ func RunTask(ctx context.Context, dir string, t Task, ro RunOptions) (Result, er
 		model = Path(dir, model)
 	}
 	cfg, err := capsnet.LoadConfig(model)
+	t.Settings.applyModel(&cfg)
 	if err != nil {
 		r := Result{Task: t, Status: "failed", Error: "model: " + err.Error()}
 		if err := WriteResult(resPath, r); err != nil {
@@ -100,7 +101,7 @@ func RunTask(ctx context.Context, dir string, t Task, ro RunOptions) (Result, er
 	}
 	runDir := Path(dir, t.Dir)
 	o.Threads, o.Seed, o.TargetAcc, o.OutDir, o.Log = t.Threads, t.Seed, t.Target, runDir, log
-	if err := t.Optimizer.apply(&o); err != nil {
+	if err := t.Settings.apply(&o); err != nil {
 		return Result{}, fmt.Errorf("task %d: %w", t.Index, err)
 	}
 	o.Telemetry = t.Telemetry

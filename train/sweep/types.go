@@ -35,10 +35,10 @@ type Task struct {
 	Epochs  int     `json:"epochs"`
 	Batch   int     `json:"batch"`
 	Threads int     `json:"threads"`
-	// Optimizer holds the task's optimizer settings when they are not the
-	// defaults (Grid's optimizer axes); Telemetry records its training
-	// telemetry in Dir.
-	Optimizer
+	// Settings holds the task's training settings beyond its model and
+	// recipe when they are not the defaults (Grid's optimizer and init
+	// axes); Telemetry records its training telemetry in Dir.
+	Settings
 	Telemetry bool `json:"telemetry,omitempty"`
 	// Dir is the task's run directory and Result its result file, both
 	// relative to the manifest's directory unless absolute.

@@ -2,25 +2,31 @@ package sweep
 
 import (
 	"fmt"
+	"slices"
+
+	"github.com/capstan-ml/capstan/capsnet"
 	"math"
 
 	"github.com/capstan-ml/capstan/train"
 )
 
-// Optimizer is a task's optimizer settings, each omitted from its
-// manifest line (and the default) when unset: weight decay 1e-6 in the
-// gradient (form "l2"), Adam's ε 1e-8, no group of its own (as
-// tools/train's -weight-decay, -weight-decay-form, -adam-eps,
-// -group-weight-decay).
-type Optimizer struct {
+// Settings are a task's training settings beyond its model and the
+// sweep's recipe, each omitted from its manifest line (and the default)
+// when unset: weight decay 1e-6 in the gradient (form "l2"), Adam's ε
+// 1e-8, no parameter group of its own (as tools/train's -weight-decay,
+// -weight-decay-form, -adam-eps, -group-weight-decay), and the model's own
+// votes-matrix initialisation (InitStd: a normal of this standard
+// deviation for every capsule layer's W instead, as a config's init_std).
+type Settings struct {
 	WeightDecay      *float64 `json:"weight_decay,omitempty"`
 	WeightDecayForm  string   `json:"weight_decay_form,omitempty"`
 	AdamEps          *float64 `json:"adam_eps,omitempty"`
 	GroupWeightDecay string   `json:"group_weight_decay,omitempty"`
+	InitStd          *float64 `json:"init_std,omitempty"`
 }
 
 // check checks the settings (a manifest's line is untrusted).
-func (o Optimizer) check() error {
+func (o Settings) check() error {
 	if o.WeightDecay != nil {
 		if v := *o.WeightDecay; !(v >= 0 && v <= 1) {
 			return fmt.Errorf("weight_decay: %v: want a number in [0, 1]", v)
@@ -39,11 +45,30 @@ func (o Optimizer) check() error {
 	if _, err := train.ParseGroupWeightDecay(o.GroupWeightDecay); err != nil {
 		return fmt.Errorf("group_weight_decay: %w", err)
 	}
+	if o.InitStd != nil {
+		if v := *o.InitStd; !(v > 0 && v <= maxInitStd) {
+			return fmt.Errorf("init_std: %v: want a number in (0, %v]", v, maxInitStd)
+		}
+	}
 	return nil
 }
 
+// maxInitStd bounds Settings.InitStd (untrusted: a manifest's line).
+const maxInitStd = 100
+
+// applyModel sets o's model settings in a task's model config: InitStd
+// for every capsule layer's votes matrices (a normal initialisation).
+func (o Settings) applyModel(cfg *capsnet.Config) {
+	if o.InitStd == nil {
+		return
+	}
+	for i := range cfg.Caps {
+		cfg.Caps[i].Init, cfg.Caps[i].InitStd = "", *o.InitStd
+	}
+}
+
 // apply sets o's settings in a run's options (checked: Task.check).
-func (o Optimizer) apply(opts *train.Options) error {
+func (o Settings) apply(opts *train.Options) error {
 	if o.WeightDecay != nil {
 		opts.WeightDecay = *o.WeightDecay
 	}
@@ -64,18 +89,19 @@ func (o Optimizer) apply(opts *train.Options) error {
 // the suffix it adds to a task's Arch ("" for the defaults).
 type variant struct {
 	name string
-	opt  Optimizer
+	opt  Settings
 }
 
 // variants returns every combination of g's optimizer axes, weight decay
 // outermost, then form, ε and groups; one default variant when the grid
-// has none. Each is named by its settings (Optimizer.name).
+// has none. Each is named by its settings (Settings.name).
 func (g Grid) variants() []variant {
 	vs := []variant{{}}
 	vs = axis(vs, g.WeightDecay, func(v *variant, wd float64) { v.opt.WeightDecay = &wd })
 	vs = axis(vs, g.WeightDecayForm, func(v *variant, f string) { v.opt.WeightDecayForm = f })
 	vs = axis(vs, g.AdamEps, func(v *variant, e float64) { v.opt.AdamEps = &e })
 	vs = axis(vs, g.GroupWeightDecay, func(v *variant, gw string) { v.opt.GroupWeightDecay = gw })
+	vs = axis(vs, g.InitStd, func(v *variant, sd float64) { v.opt.InitStd = &sd })
 	for i := range vs {
 		vs[i].name = vs[i].opt.name()
 	}
@@ -100,10 +126,10 @@ func axis[T any](vs []variant, vals []T, set func(*variant, T)) []variant {
 }
 
 // checkOptimizer checks the grid's optimizer axes: every value valid
-// (Optimizer.check), none twice in an axis.
+// (Settings.check), none twice in an axis.
 func (g Grid) checkOptimizer() error {
 	for i, wd := range g.WeightDecay {
-		if err := (Optimizer{WeightDecay: &wd}).check(); err != nil {
+		if err := (Settings{WeightDecay: &wd}).check(); err != nil {
 			return err
 		}
 		for _, w := range g.WeightDecay[:i] {
@@ -124,7 +150,7 @@ func (g Grid) checkOptimizer() error {
 		}
 	}
 	for i, e := range g.AdamEps {
-		if err := (Optimizer{AdamEps: &e}).check(); err != nil {
+		if err := (Settings{AdamEps: &e}).check(); err != nil {
 			return err
 		}
 		for _, x := range g.AdamEps[:i] {
@@ -134,7 +160,7 @@ func (g Grid) checkOptimizer() error {
 		}
 	}
 	for i, gw := range g.GroupWeightDecay {
-		if err := (Optimizer{GroupWeightDecay: gw}).check(); err != nil {
+		if err := (Settings{GroupWeightDecay: gw}).check(); err != nil {
 			return err
 		}
 		for _, x := range g.GroupWeightDecay[:i] {
@@ -143,12 +169,20 @@ func (g Grid) checkOptimizer() error {
 			}
 		}
 	}
+	for i, sd := range g.InitStd {
+		if err := (Settings{InitStd: &sd}).check(); err != nil {
+			return err
+		}
+		if slices.Contains(g.InitStd[:i], sd) {
+			return fmt.Errorf("init_std: %v twice", sd)
+		}
+	}
 	return nil
 }
 
 // WeightDecayValue is the task's weight decay in effect: its own, else
 // train's default (1e-6).
-func (o Optimizer) WeightDecayValue() float64 {
+func (o Settings) WeightDecayValue() float64 {
 	if o.WeightDecay != nil {
 		return *o.WeightDecay
 	}
