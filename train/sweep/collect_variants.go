@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,10 +151,12 @@ func (s *Summary) variantTable() table {
 		inTrain, steps, revived, wn := "–", "–", "–", "–"
 		if d := v.Deaths; d != nil && d.Error == "" {
 			var dead, rev []int
+			never := 0
 			first, last := math.MaxInt, 0
 			var ws []string
 			for _, l := range d.Layers {
 				dead, rev = append(dead, l.Dead), append(rev, l.Revived)
+				never += l.NeverAlive
 				if l.Dead > 0 {
 					first, last = min(first, l.FirstDeath), max(last, l.LastDeath)
 					if l.OutEnd != nil {
@@ -162,6 +165,9 @@ func (s *Summary) variantTable() table {
 				}
 			}
 			inTrain, revived = deadCells(dead), deadCells(rev)
+			if never > 0 {
+				inTrain += fmt.Sprintf(" (%d never lit)", never)
+			}
 			if last > 0 {
 				steps = fmt.Sprintf("%d–%d of %d", first, last, d.LastStep)
 			}
@@ -188,13 +194,15 @@ func orDash(s string) string {
 	return s
 }
 
-const variantNote = "Dead (cds): capsules whose mean and std of the norm over the evaluation set are ≤ 0.01 (Table 2). Dead in training: capsules whose largest norm over the batch stayed below 0.01 from their death step to the end of training (at least the last 10%% of the steps; the training telemetry), revived: capsules that came back from such a stretch. ‖W‖ out: the mean over the dead capsules of the mean ‖W[j,i]‖_F of their votes matrices to the next layer, at step 1, at their death and at the end; in brackets the largest single one at the end (0: all exactly zero)."
+const variantNote = "Dead (cds): capsules whose mean and std of the norm over the evaluation set are ≤ 0.01 (Table 2). Dead in training: capsules whose largest norm over the batch stayed below 0.01 from their death step to the end of training (at least the last 10%% of the steps; the training telemetry), revived: capsules that came back from a stretch below 0.01 at least as long, begun after step 1 (a capsule dark from step 1 that lights up later has not revived; one dark from step 1 to the end is counted as never lit). ‖W‖ out: the mean over the dead capsules of the mean ‖W[j,i]‖_F of their votes matrices to the next layer, at step 1, at their death and at the end; in brackets the largest single one at the end (0: all exactly zero)."
 
 // variantLine is one line of the deaths figure: the variants of one
-// model, form, ε and groups, by weight decay.
+// model, routing, form, ε (and groups, init), by weight decay; form,
+// model and eps key its colour, dashes and glyph.
 type variantLine struct {
-	label string
-	pts   plotter.XYs
+	label            string
+	form, model, eps string
+	pts              plotter.XYs
 }
 
 // deathLines groups s.Variants into the figure's lines, each sorted by
@@ -208,21 +216,27 @@ func (s *Summary) deathLines() []variantLine {
 		if n < 0 || !(v.WeightDecay > 0) {
 			continue
 		}
-		key := fmt.Sprintf("%s, %s, %s, ε %g", v.Model, v.Routing, v.WeightDecayForm, v.AdamEps)
+		model := v.Model
+		if v.Routing != rbaKind() {
+			model += " (" + v.Routing + ")"
+		}
 		if v.GroupWeightDecay != "" {
-			key += ", " + v.GroupWeightDecay
+			model += ", " + v.GroupWeightDecay
 		}
 		if v.InitStd != nil {
-			key += fmt.Sprintf(", init std %g", *v.InitStd)
+			model += fmt.Sprintf(", init std %g", *v.InitStd)
 		}
+		eps := fmt.Sprintf("ε %g", v.AdamEps)
+		key := v.WeightDecayForm + ", " + model + ", " + eps
 		l := byKey[key]
 		if l == nil {
-			l = &variantLine{label: key}
+			l = &variantLine{label: key, form: v.WeightDecayForm, model: model, eps: eps}
 			byKey[key] = l
 			order = append(order, key)
 		}
 		l.pts = append(l.pts, plotter.XY{X: v.WeightDecay, Y: float64(n)})
 	}
+	sort.SliceStable(order, func(i, j int) bool { return byKey[order[i]].form < byKey[order[j]].form })
 	var out []variantLine
 	for _, k := range order {
 		l := byKey[k]
@@ -232,22 +246,60 @@ func (s *Summary) deathLines() []variantLine {
 	return out
 }
 
+// valueTicks label exactly the values given (the weight decays of the
+// grid), in %g.
+type valueTicks []float64
+
+// Ticks returns the values within [lo, hi] (plot.Ticker).
+func (v valueTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, x := range v {
+		if x >= lo && x <= hi {
+			ts = append(ts, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+		}
+	}
+	return ts
+}
+
+// index returns the position of s in *seen, appending it when new.
+func index(seen *[]string, s string) int {
+	for i, x := range *seen {
+		if x == s {
+			return i
+		}
+	}
+	*seen = append(*seen, s)
+	return len(*seen) - 1
+}
+
 // deathsPlot is the figure of dead capsules against the weight-decay
-// coefficient: one line per model, form, ε (and groups); nil when no
-// variant has an analysis and a positive weight decay.
+// coefficient: one line per form, model and ε (colour: form, dashes:
+// model, glyph: ε); nil when no variant has an analysis and a positive
+// weight decay.
 func (s *Summary) deathsPlot() (*plot.Plot, error) {
 	lines := s.deathLines()
 	if len(lines) == 0 {
 		return nil, nil
 	}
-	p := figure.NewPlot("Dead capsules against weight decay", "weight decay (log scale)", "dead capsules (cds) in the hidden capsule layers")
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p := figure.NewPlot("Dead capsules against weight decay", "weight decay (log scale)", "dead capsules (cds) of the hidden capsule layers")
+	var xs []float64
+	for _, l := range lines {
+		for _, pt := range l.pts {
+			if !slices.Contains(xs, pt.X) {
+				xs = append(xs, pt.X)
+			}
+		}
+	}
+	slices.Sort(xs)
+	p.X.Scale, p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogScale{}, valueTicks(xs), figure.IntTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
-	palette := []color.RGBA{{0x1f, 0x77, 0xb4, 255}, {0xd6, 0x27, 0x28, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xff, 0x7f, 0x0e, 255},
-		{0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}, {0xe3, 0x77, 0xc2, 255}, {0x7f, 0x7f, 0x7f, 255}}
-	dashes := [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(1.5), vg.Points(2)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+	palette := []color.RGBA{{0xd6, 0x27, 0x28, 255}, {0x1f, 0x77, 0xb4, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xff, 0x7f, 0x0e, 255},
+		{0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}}
+	dashes := [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(1.5), vg.Points(2.5)}, {vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}}
+	glyphs := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}}
+	var forms, models, epss []string
 	maxY := 1.0
-	for i, l := range lines {
+	for _, l := range lines {
 		pts, _ := figure.PlottableXY(l.pts)
 		if len(pts) == 0 {
 			continue
@@ -256,9 +308,9 @@ func (s *Summary) deathsPlot() (*plot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("deaths figure: %w", err)
 		}
-		c := palette[(i/len(dashes))%len(palette)]
-		ln.Color, ln.Dashes, ln.Width = c, dashes[i%len(dashes)], vg.Points(1.5)
-		sc.Color, sc.Shape = c, draw.CircleGlyph{}
+		c := palette[index(&forms, l.form)%len(palette)]
+		ln.Color, ln.Dashes, ln.Width = c, dashes[index(&models, l.model)%len(dashes)], vg.Points(1.5)
+		sc.Color, sc.Shape, sc.Radius = c, glyphs[index(&epss, l.eps)%len(glyphs)], vg.Points(3.5)
 		p.Add(ln, sc)
 		p.Legend.Add(l.label, ln, sc)
 		for _, pt := range pts {

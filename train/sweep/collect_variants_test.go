@@ -103,12 +103,17 @@ func TestCollectVariants(t *testing.T) {
 
 // TestLogDeaths: a hand-made log of 2 layers (3 → 2 capsules), 20 steps:
 // capsule 0 of layer 0 dies at step 11 for good with its votes matrices
-// shrinking to zero, capsule 1 dips below ε for steps 3–8 and comes back.
+// shrinking to zero, capsule 1 dips below ε for steps 3–8 and comes back
+// (a revival), capsule 2 lights up at step 6 (not a revival); capsule 1
+// of layer 1 never lights up.
 func TestLogDeaths(t *testing.T) {
 	g := &telemetry.Log{Header: telemetry.Header{Format: telemetry.Format, Model: "m", Batch: 4,
 		Layers: []telemetry.Layer{{Name: "primary", N: 3, D: 2}, {Name: "caps.0", N: 2, D: 2}}}}
 	for s := 1; s <= 20; s++ {
-		c0, c1 := float32(0.5), float32(0.5)
+		c0, c1, c2 := float32(0.5), float32(0.5), float32(0.4)
+		if s <= 5 {
+			c2 = 0.003
+		}
 		w := float32(1)
 		if s >= 11 {
 			c0, w = 0.001, float32(20-s)/10
@@ -117,7 +122,7 @@ func TestLogDeaths(t *testing.T) {
 			c1 = 0.002
 		}
 		g.Records = append(g.Records, telemetry.Record{Epoch: 1, Step: s,
-			MaxNorm: [][]float32{{c0, c1, 0.4}, {0.9, 0.8}},
+			MaxNorm: [][]float32{{c0, c1, c2}, {0.9, 0.001}},
 			GradW:   [][]float32{make([]float32, 6)},
 			WNorm:   [][]float32{{w, 1, 1, w, 1, 1}}}) // [j·3+i]: capsule 0's matrices to outputs 0 and 1
 	}
@@ -132,7 +137,10 @@ func TestLogDeaths(t *testing.T) {
 	if l.OutFirst == nil || *l.OutFirst != 1 || *l.OutAtDeath != float64(float32(0.9)) || *l.OutEnd != 0 || *l.OutEndMax != 0 {
 		t.Errorf("‖W‖ out: %s → %s → %s (%s), want 1 → 0.9 → 0 (0)", norm(l.OutFirst), norm(l.OutAtDeath), norm(l.OutEnd), norm(l.OutEndMax))
 	}
-	if d.Layers[1].Dead != 0 || d.Layers[1].OutEnd != nil || d.check() != nil {
+	if l.NeverAlive != 0 {
+		t.Errorf("layer 0: %d never lit, want 0", l.NeverAlive)
+	}
+	if l := d.Layers[1]; l.Dead != 1 || l.NeverAlive != 1 || l.FirstDeath != 1 || l.OutEnd != nil || d.check() != nil {
 		t.Errorf("layer 1 %+v, check %v", d.Layers[1], d.check())
 	}
 	if d := taskDeaths(t.TempDir()); d.Error == "" {

@@ -40,8 +40,14 @@ type LayerDeaths struct {
 	FirstDeath  int `json:"first_death"`
 	MedianDeath int `json:"median_death"`
 	LastDeath   int `json:"last_death"`
-	// Revived capsules came back from a stretch below Theta at least once
-	// (Revivals stretches in all); some may have died again since.
+	// NeverAlive of the Dead were below Theta from the log's first record
+	// on (never lit, rather than died).
+	NeverAlive int `json:"never_alive"`
+	// Revived capsules came back from a stretch below Theta that began
+	// after the log's first record (they had been lit before it: a stretch
+	// from the first record on is a capsule lighting up late, not a
+	// revival) at least once, Revivals such stretches in all; some may
+	// have died again since.
 	Revived  int `json:"revived"`
 	Revivals int `json:"revivals"`
 	// The dead capsules' outgoing votes matrices ‖W[j,i]‖_F (i the dead
@@ -67,25 +73,35 @@ func logDeaths(g *telemetry.Log) (*Deaths, error) {
 	if err != nil {
 		return nil, err
 	}
+	first := g.Records[0].Step
 	for l, L := range g.Header.Layers {
 		ld := LayerDeaths{Name: L.Name, N: L.N}
 		var steps []int
-		var first, at, end, endMax []float64
+		var wFirst, at, end, endMax []float64
 		for _, c := range all {
 			if c.Layer != l {
 				continue
 			}
-			if len(c.Revivals) > 0 {
+			n := 0
+			for _, r := range c.Revivals {
+				if r.Died > first {
+					n++
+				}
+			}
+			if n > 0 {
 				ld.Revived++
-				ld.Revivals += len(c.Revivals)
+				ld.Revivals += n
 			}
 			if !c.Dead {
 				continue
 			}
 			ld.Dead++
+			if c.Since == first {
+				ld.NeverAlive++
+			}
 			steps = append(steps, c.Since)
 			if o := c.Out; o != nil {
-				first, at, end = append(first, o.First), append(at, o.AtDeath), append(end, o.End)
+				wFirst, at, end = append(wFirst, o.First), append(at, o.AtDeath), append(end, o.End)
 				endMax = append(endMax, o.EndMax)
 			}
 		}
@@ -94,7 +110,7 @@ func logDeaths(g *telemetry.Log) (*Deaths, error) {
 			ld.FirstDeath, ld.MedianDeath, ld.LastDeath = steps[0], steps[(len(steps)-1)/2], steps[len(steps)-1]
 		}
 		if len(end) > 0 {
-			ld.OutFirst, ld.OutAtDeath, ld.OutEnd = mean(first), mean(at), mean(end)
+			ld.OutFirst, ld.OutAtDeath, ld.OutEnd = mean(wFirst), mean(at), mean(end)
 			m := slices.Max(endMax)
 			ld.OutEndMax = &m
 		}
@@ -148,7 +164,7 @@ func (d *Deaths) check() error {
 		return fmt.Errorf("deaths: theta %v, min_records %d, records %d, last_step %d, %d layers", d.Theta, d.MinRecords, d.Records, d.LastStep, len(d.Layers))
 	}
 	for _, l := range d.Layers {
-		if l.N < 1 || l.Dead < 0 || l.Dead > l.N || l.Revived < 0 || l.Revived > l.N || l.Revivals < l.Revived ||
+		if l.N < 1 || l.Dead < 0 || l.Dead > l.N || l.NeverAlive < 0 || l.NeverAlive > l.Dead || l.Revived < 0 || l.Revived > l.N || l.Revivals < l.Revived ||
 			l.FirstDeath < 0 || l.FirstDeath > l.MedianDeath || l.MedianDeath > l.LastDeath || l.LastDeath > d.LastStep {
 			return fmt.Errorf("deaths: layer %q: %d capsules, %d dead (steps %d–%d), %d revived", trunc(l.Name), l.N, l.Dead, l.FirstDeath, l.LastDeath, l.Revived)
 		}
