@@ -364,3 +364,21 @@ func readBounded(path, what string, limit int64) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// RelativeModels returns tasks with every config-file model given by an
+// absolute path (tools/sweep plan makes a grid file's paths absolute)
+// made relative to the manifest's directory dir (absolute), where a
+// worker resolves it (Path): a manifest committed with its configs then
+// names them the same on every machine. Presets and relative paths stay.
+func RelativeModels(tasks []Task, dir string) []Task {
+	out := append([]Task(nil), tasks...)
+	for i, t := range out {
+		if !filepath.IsAbs(t.Model) {
+			continue
+		}
+		if rel, err := filepath.Rel(dir, t.Model); err == nil {
+			out[i].Model = filepath.ToSlash(rel)
+		}
+	}
+	return out
+}

@@ -98,7 +98,8 @@ bound of the speed at the task's batch). Node-hours count each task as one
 node of its threads' cores; core-hours weight each task by its threads. A
 manifest already in DIR is kept when the grid gives the same tasks and
 refused otherwise (-overwrite replaces it). Grid files name models as presets
-or config files (made absolute). -routing chooses the routing kinds of the
+or config files (relative to the working directory, written relative to the
+manifest's directory, where the tasks read them). -routing chooses the routing kinds of the
 grid: a preset grid has rba,uniform (the paper's experiment) unless it is
 given, a -grid file its own "routing" field (-routing replaces it). The list
 must hold the baseline kind uniform, which collect compares every kind with;
@@ -152,10 +153,15 @@ func plan(args []string) error {
 	if err := cli.CheckOutputs([]cli.Path{{Flag: "-out", Value: path, Note: "its manifest"}}, gridInputs(*gridFile, g)); err != nil {
 		return err
 	}
-	if old, err := sweep.ReadManifest(path); err == nil && !*overwrite && !reflect.DeepEqual(old, tasks) {
+	absOut, err := filepath.Abs(*out)
+	if err != nil {
+		return fmt.Errorf("-out %s: %w", *out, err)
+	}
+	rel := sweep.RelativeModels(tasks, absOut) // config files named relative to the manifest
+	if old, err := sweep.ReadManifest(path); err == nil && !*overwrite && !reflect.DeepEqual(old, rel) {
 		return fmt.Errorf("-out %s: %s holds %d other tasks (another grid): choose another -out, or -overwrite to replace it", *out, path, len(old))
 	}
-	if err := sweep.WriteManifest(path, tasks); err != nil {
+	if err := sweep.WriteManifest(path, rel); err != nil {
 		return err
 	}
 	cli.Wrote(os.Stdout, path, fmt.Sprintf("manifest of grid %s, %d tasks", g.Name, len(tasks)))

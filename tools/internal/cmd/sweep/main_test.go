@@ -234,9 +234,10 @@ func TestRunSIGTERM(t *testing.T) {
 	}
 }
 
-// TestPlanGridFile: a grid file's config-file models are made absolute
-// (a task's path is relative to the manifest's directory otherwise) and
-// keep their own routing kind without a routing axis.
+// TestPlanGridFile: a grid file's config-file models, relative to the
+// working directory, are written relative to the manifest's directory
+// (where a task reads them), and keep their own routing kind without a
+// routing axis.
 func TestPlanGridFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "my-model.json")
@@ -259,7 +260,7 @@ func TestPlanGridFile(t *testing.T) {
 	if err != nil || len(tasks) != 2 {
 		t.Fatalf("manifest: %+v, %v", tasks, err)
 	}
-	if tasks[0].Model != cfg || tasks[0].Routing != "uniform" || tasks[0].Arch != "my-model" || tasks[1].Model != "tiny-deep" || tasks[1].Routing != "rba" || tasks[1].Seed != 7 {
+	if tasks[0].Model != "../my-model.json" || sweep.Path(out, tasks[0].Model) != cfg || tasks[0].Routing != "uniform" || tasks[0].Arch != "my-model" || tasks[1].Model != "tiny-deep" || tasks[1].Routing != "rba" || tasks[1].Seed != 7 {
 		t.Errorf("tasks %+v", tasks)
 	}
 }
