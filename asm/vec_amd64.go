@@ -243,3 +243,9 @@ func reluMaskAVX512(n int, y []float32, dy []float32, dx []float32)
 //
 //go:noescape
 func adamStepAVX512(n int, decoupled int, w []float32, g []float32, m []float32, v []float32, b1 float32, c1 float32, b2 float32, c2 float32, wd float32, step float32, rbc2 float32, eps float32)
+
+// getMXCSR returns the calling thread's MXCSR (STMXCSR).
+func getMXCSR() uint32
+
+// setMXCSR loads v into the calling thread's MXCSR (LDMXCSR).
+func setMXCSR(v uint32)

@@ -8431,3 +8431,15 @@ dwtail:
 done:
 	VZEROUPPER
 	RET
+
+// func getMXCSR() uint32
+// Requires: SSE
+TEXT ·getMXCSR(SB), NOSPLIT, $0-4
+	STMXCSR ret+0(FP)
+	RET
+
+// func setMXCSR(v uint32)
+// Requires: SSE
+TEXT ·setMXCSR(SB), NOSPLIT, $0-4
+	LDMXCSR v+0(FP)
+	RET

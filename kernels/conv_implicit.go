@@ -55,7 +55,10 @@ func convDriver() *sgemmBlocked {
 	if convTestDriver != nil {
 		g = convTestDriver
 	}
-	if g == nil || g.nr > convMaxNR || g.kc > convMaxKC {
+	if g == nil || g.nr > convMaxNR {
+		return nil
+	}
+	if kc, _ := g.maxBlocks(); kc > convMaxKC {
 		return nil
 	}
 	return g
@@ -84,8 +87,9 @@ type convIndex struct {
 }
 
 // convMaxKC bounds the kc of a driver the implicit path runs on (the
-// row cache of convIndex). Every blocking of the tables has kc ≤ 512.
-const convMaxKC = 512
+// row cache of convIndex). Every blocking of the tables has kc ≤ 512,
+// which the driver stretches to at most 640 (sgemmBlocked.blocks).
+const convMaxKC = 640
 
 // convCols holds the memory offset, input row and input column (before the
 // tap's kh, kw) of up to convMaxNR matrix columns, and whether they are one

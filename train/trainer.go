@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -131,6 +132,12 @@ const (
 )
 
 func (t *Trainer) worker(r int, ch chan struct{}) {
+	// The replica's arithmetic treats subnormals as zero (Intel cores run
+	// them through microcode assists; see kernels.FlushSubnormals), on a
+	// thread of its own for its lifetime, as the mode belongs to the thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer kernels.FlushSubnormals()()
 	n := t.Reps[r]
 	for range ch {
 		if t.phase == phaseOptimize {

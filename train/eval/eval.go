@@ -3,11 +3,13 @@ package eval
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/graph"
+	"github.com/capstan-ml/capstan/kernels"
 	"github.com/capstan-ml/capstan/quant"
 	"github.com/capstan-ml/capstan/train/data"
 )
@@ -214,6 +216,11 @@ func (r int8Replica) pred() []int                    { return r.n.Pred() }
 func (r int8Replica) norms() []float32               { return r.n.Norms() }
 
 func (e *Evaluator) worker(r int, ch chan struct{}) {
+	// Subnormals flushed on a thread of the replica's own, as in the
+	// trainer's replicas (kernels.FlushSubnormals).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer kernels.FlushSubnormals()()
 	n := e.reps[r]
 	for range ch {
 		s := e.starts[r]

@@ -62,5 +62,6 @@ func main() {
 		reluMask(s)
 		adamStep(s)
 	}
+	mxcsr()
 	Generate()
 }
