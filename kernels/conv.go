@@ -306,8 +306,7 @@ func convForward(fn string, sh ConvShape, y, x, w, bias, work []float32, relu bo
 			reluRows(y[:sh.YLen()], y)
 		}
 	case drv != nil:
-		_, outBuf, _ := convWork(sh, work)
-		convImplicitForward(drv, sh, y, x, w, bias, outBuf, convGemmWork(sh, work), relu)
+		convImplicitForward(drv, sh, y, x, w, bias, work, relu)
 	default:
 		convGemmForward(sh, y, x, w, bias, work)
 		if relu {

@@ -80,6 +80,10 @@ var fixedConvShapes = []ConvShape{
 	{Batch: 2, InC: 3, InH: 9, InW: 40, OutC: 5, KH: 3, KW: 5, StrideH: 2, StrideW: 2, PadH: 1, PadW: 2, Groups: 1},
 	{Batch: 1, InC: 2, InH: 7, InW: 50, OutC: 3, KH: 4, KW: 4, StrideH: 1, StrideW: 3, PadH: 2, PadW: 3, Groups: 1},
 	{Batch: 2, InC: 16, InH: 6, InW: 37, OutC: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1},
+	// Batched chunks on CHWN slabs (nc ≥ 2·OutW, implicitCHWN) whose panels
+	// reach the padding: 9 and 17 images of 4 and 3 output columns.
+	{Batch: 9, InC: 3, InH: 7, InW: 7, OutC: 5, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 1},
+	{Batch: 17, InC: 4, InH: 5, InW: 5, OutC: 6, KH: 3, KW: 2, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1, Groups: 2},
 	// Stride 1 without padding on wide rows: the direct path
 	// (conv_direct.go), with channels that fill no tile, taps that fill no
 	// unrolled step, and the last image's last tile reaching past x.
@@ -179,6 +183,12 @@ func TestConvVsRef(t *testing.T) {
 		defer func(p int) { convDirectMinFilterP = p }(convDirectMinFilterP)
 		convDirectMinFilterP = 0
 		testConvVsRef(t)
+		// With tiny chunks and slabs too: batched chunks of the implicit
+		// GEMM in several CHWN slabs (convImplicitSlabs), partial last
+		// chunks, panels across positions and images.
+		defer func(c, f int) { convTargetCols, convMaxColFloats = c, f }(convTargetCols, convMaxColFloats)
+		convTargetCols, convMaxColFloats = 40, 1
+		t.Run("plan=tiny", testConvVsRef)
 	})
 }
 
