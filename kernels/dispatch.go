@@ -43,6 +43,10 @@ type ops struct {
 	gemvT func(m, n int, a []float32, lda int, x, y []float32)
 	// ger: a[r*lda+c] += x[r]·y[c] for r < m, c < n.
 	ger func(m, n int, x, y, a []float32, lda int)
+	// axpy: y[i] += alpha·x[i] for i < len(x) (len(y) ≥ len(x)); the SIMD
+	// implementations run it as a one-row ger with alpha in a local array,
+	// so that alpha passed by value does not escape.
+	axpy func(alpha float32, x, y []float32)
 	// mulAddRows: y[c] += Σ_l a[l*lda+c]·x[l*ldx+c] for l < k, c < n
 	// (element-wise products of k row pairs, summed into y).
 	mulAddRows func(k, n int, a []float32, lda int, x []float32, ldx int, y []float32)

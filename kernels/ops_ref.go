@@ -14,6 +14,7 @@ var refOps = ops{
 	gemvN:           gemvNRef,
 	gemvT:           gemvTRef,
 	ger:             gerRef,
+	axpy:            axpyRef,
 	mulAddRows:      mulAddRowsRef,
 	softmaxCols:     softmaxColsRef,
 	softmaxColsGrad: softmaxColsGradRef,
@@ -406,5 +407,14 @@ func reluMaskRef(n int, y, dy, dx []float32) {
 			m = ^uint32(0)
 		}
 		dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
+	}
+}
+
+// axpyRef is Axpy's loop: y[i] += alpha·x[i], rounded twice (the product,
+// then the sum).
+func axpyRef(alpha float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += alpha * v
 	}
 }

@@ -11,6 +11,10 @@ var _ = register("avx2", func(o *ops) {
 	o.gemvN = asm.GemvNAVX2
 	o.gemvT = asm.GemvTAVX2
 	o.ger = asm.GerAVX2
+	o.axpy = func(alpha float32, x, y []float32) {
+		a := [1]float32{alpha}
+		asm.GerAVX2(1, len(x), a[:], x, y, len(x))
+	}
 	o.mulAddRows = asm.MulAddRowsAVX2
 	o.mulAddRowsBatch = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
 		mulAddRowsBatchBy8(asm.MulAddRowsBatchAVX2, nb, k, n, a, lda, x, ldx, xstride, y, ystride)
@@ -45,6 +49,10 @@ var _ = register("avx512", func(o *ops) {
 	o.gemvN = asm.GemvNAVX512
 	o.gemvT = asm.GemvTAVX512
 	o.ger = asm.GerAVX512
+	o.axpy = func(alpha float32, x, y []float32) {
+		a := [1]float32{alpha}
+		asm.GerAVX512(1, len(x), a[:], x, y, len(x))
+	}
 	o.mulAddRows = asm.MulAddRowsAVX512
 	o.mulAddRowsBatch = func(nb, k, n int, a []float32, lda int, x []float32, ldx, xstride int, y []float32, ystride int) {
 		mulAddRowsBatchBy8(asm.MulAddRowsBatchAVX512, nb, k, n, a, lda, x, ldx, xstride, y, ystride)

@@ -13,6 +13,10 @@ var _ = register("neon", func(o *ops) {
 	o.gemvN = asm.GemvNNEON
 	o.gemvT = asm.GemvTNEON
 	o.ger = asm.GerNEON
+	o.axpy = func(alpha float32, x, y []float32) {
+		a := [1]float32{alpha}
+		asm.GerNEON(1, len(x), a[:], x, y, len(x))
+	}
 	o.mulAddRows = asm.MulAddRowsNEON
 	o.softmaxCols = asm.SoftmaxColsNEON
 	o.softmaxColsGrad = asm.SoftmaxColsGradNEON

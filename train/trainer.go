@@ -259,18 +259,16 @@ func (t *Trainer) optimize(r int) error {
 
 // reduce adds replica r's share of a gradient, (b_r/B)·src, to g (r = 0
 // sets it): called for r = 0, 1, … it sums the replicas' gradients in
-// replica order, in float32, so the result is reproducible.
+// replica order, in float32, so the result is reproducible. The sums run
+// on the SIMD kernels (kernels.Axpy, one rounding per element: with
+// replicas of equal batches b_r/B is a power of two and the sums are the
+// scalar loop's bit for bit).
 func (t *Trainer) reduce(g []float32, r int, src []float32) {
 	w := float32(t.Reps[r].Batch) / float32(t.Batch)
 	if r == 0 {
-		for k, v := range src {
-			g[k] = w * v
-		}
-		return
+		clear(g)
 	}
-	for k, v := range src {
-		g[k] += w * v
-	}
+	_ = kernels.Axpy(w, src[:len(g)], g) // equal lengths: no error
 }
 
 // run scatters the batch over the replicas and runs them in parallel.
