@@ -31,6 +31,14 @@ type AdamParams struct {
 	// regulariser) adds wd·w to the gradient, so Adam normalises it with
 	// the rest.
 	Decoupled bool
+	// GradScale, when neither 0 nor 1, is a factor of the gradient: the
+	// step uses GradScale·g for g. It is folded into the step's scalars
+	// (1 − β1 times it, 1 − β2 times its square and, for L2 decay, the
+	// coefficient divided by it), so with a power of two the update equals
+	// the one of the scaled gradient bit for bit (barring values that the
+	// scaling makes subnormal). The trainer passes the sum of two
+	// replicas' gradients with 0.5 instead of their mean.
+	GradScale float64
 }
 
 // DefaultAdamParams returns the training defaults of docs/semantics.md §5: lr 1e-3,
@@ -95,6 +103,13 @@ func newAdamConsts(p AdamParams, t int) adamConsts {
 	}
 	if p.Decoupled {
 		k.wd = float32(1 - p.LR*p.WeightDecay)
+	}
+	if s := float32(p.GradScale); s != 0 && s != 1 {
+		k.c1 *= s
+		k.c2 *= s * s
+		if !p.Decoupled {
+			k.wd /= s
+		}
 	}
 	return k
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	randv2 "math/rand/v2"
 	"testing"
 )
 
@@ -147,6 +148,45 @@ func BenchmarkAdamStep(b *testing.B) {
 				}
 				b.ReportMetric(float64(28*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
+		}
+	})
+}
+
+// TestAdamGradScale checks that GradScale = 2⁻ᵏ on a gradient gives the bits
+// of the step on the scaled gradient, in both decay forms, on every
+// implementation.
+func TestAdamGradScale(t *testing.T) {
+	rng := randv2.New(randv2.NewPCG(5, 6))
+	forEachImpl(t, func(t *testing.T, impl string) {
+		for _, decoupled := range []bool{false, true} {
+			for _, scale := range []float64{0.5, 0.25, 2} {
+				const n = 1000
+				p := DefaultAdamParams()
+				p.WeightDecay, p.Decoupled = 1e-2, decoupled
+				w := convRand(rng, n, 0)
+				g := convRand(rng, n, 0)
+				m, v := convRand(rng, n, 0), convRand(rng, n, 0)
+				for i := range v {
+					v[i] *= v[i]
+				}
+				w2, m2, v2 := append([]float32(nil), w...), append([]float32(nil), m...), append([]float32(nil), v...)
+				gs := make([]float32, n)
+				for i := range g {
+					gs[i] = float32(scale) * g[i]
+				}
+				if err := AdamStep(p, 3, w, gs, m, v); err != nil {
+					t.Fatal(err)
+				}
+				p.GradScale = scale
+				if err := AdamStep(p, 3, w2, g, m2, v2); err != nil {
+					t.Fatal(err)
+				}
+				for i := range w {
+					if math.Float32bits(w[i]) != math.Float32bits(w2[i]) || math.Float32bits(m[i]) != math.Float32bits(m2[i]) || math.Float32bits(v[i]) != math.Float32bits(v2[i]) {
+						t.Fatalf("%s decoupled=%v scale=%g: element %d: w %v m %v v %v, want %v %v %v", impl, decoupled, scale, i, w2[i], m2[i], v2[i], w[i], m[i], v[i])
+					}
+				}
+			}
 		}
 	})
 }

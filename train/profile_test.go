@@ -2,6 +2,7 @@ package train
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -50,26 +51,44 @@ func TestProfileModel(t *testing.T) {
 }
 
 // TestOptimizeShares checks the parallel optimizer step against the serial
-// one it replaced: with 3 replicas (uneven ranges, and parameters shorter
-// than the replica count), every parameter, moment and reduced gradient
-// has the bits of the reduction and Adam step run over whole parameters.
+// one it replaced, the reduction (Trainer.reduce) and Adam step run over
+// whole parameters: with 1 replica (Adam on its gradient), 2 equal ones
+// (their sum in replica 0's buffer, Adam's scalars scaled by ½) and 3
+// (uneven ranges, and parameters shorter than the replica count), in both
+// weight-decay forms, every parameter and moment has the serial step's
+// bits, and with 3 the reduced gradient too.
 func TestOptimizeShares(t *testing.T) {
+	for _, c := range []struct{ batch, threads int }{{5, 1}, {8, 2}, {7, 3}} {
+		for _, decoupled := range []bool{false, true} {
+			t.Run(fmt.Sprintf("threads=%d/decoupled=%v", c.threads, decoupled), func(t *testing.T) {
+				testOptimizeShares(t, c.batch, c.threads, decoupled)
+			})
+		}
+	}
+}
+
+func testOptimizeShares(t *testing.T, batch, threads int, decoupled bool) {
 	cfg := capsnet.Presets()["tiny-deep3"]
 	p, err := capsnet.NewParams(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Init(3)
-	tr, err := NewTrainer(p, 7, 3, kernels.DefaultAdamParams())
+	adam := kernels.DefaultAdamParams()
+	adam.WeightDecay, adam.Decoupled = 1e-2, decoupled // large enough to reach every bit
+	tr, err := NewTrainer(p, batch, threads, adam)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	x := make([]float32, 7*tr.Reps[0].InputLen())
+	x := make([]float32, batch*tr.Reps[0].InputLen())
 	for i := range x {
 		x[i] = float32(i%11) / 11
 	}
-	labels := []int{0, 1, 2, 3, 4, 5, 6}
+	labels := make([]int, batch)
+	for i := range labels {
+		labels[i] = i % 10
+	}
 	const lr = 1e-3
 	for step := 1; step <= 2; step++ {
 		if err := tr.run(x, labels, false); err != nil {
@@ -99,11 +118,15 @@ func TestOptimizeShares(t *testing.T) {
 		if err := tr.dispatch(phaseOptimize); err != nil {
 			t.Fatal(err)
 		}
+		arrays := 3 // w, m, v; the reduced gradient is stored only with 3 replicas
+		if threads == 3 {
+			arrays = 4
+		}
 		for i, q := range p.List {
 			if !q.Trainable {
 				continue
 			}
-			for k, got := range [][]float32{q.Buf.Data(), tr.m[i].Data(), tr.v[i].Data(), tr.grad[i].Data()} {
+			for k, got := range [][]float32{q.Buf.Data(), tr.m[i].Data(), tr.v[i].Data(), tr.grad[i].Data()}[:arrays] {
 				for e := range got {
 					if math.Float32bits(got[e]) != math.Float32bits(want[i][k][e]) {
 						t.Fatalf("step %d, %s, array %d (w, m, v, g), element %d of %d: %v, want %v", step, q.Name, k, e, len(got), got[e], want[i][k][e])

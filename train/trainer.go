@@ -246,9 +246,25 @@ func (t *Trainer) optimize(r int) error {
 		if lo == hi {
 			continue
 		}
-		g := t.grad[i].Data()[lo:hi]
-		for rr, rep := range t.Reps {
-			t.reduce(g, rr, rep.Grads[i].Data()[lo:hi])
+		var g []float32
+		switch {
+		case nr == 1:
+			// One replica: its gradient is the batch's.
+			g, a.GradScale = t.Reps[0].Grads[i].Data()[lo:hi], 0
+		case nr == 2 && t.Reps[0].Batch == t.Reps[1].Batch:
+			// Two equal replicas: their sum, in replica 0's buffer, with
+			// the mean's factor ½ folded into Adam's scalars, which is the
+			// reduction's result bit for bit (½·g0 + ½·g1 = ½·(g0 + g1))
+			// in two passes over the gradients fewer.
+			g = t.Reps[0].Grads[i].Data()[lo:hi]
+			_ = kernels.Axpy(1, t.Reps[1].Grads[i].Data()[lo:hi], g) // equal lengths
+			a.GradScale = 0.5
+		default:
+			g = t.grad[i].Data()[lo:hi]
+			for rr, rep := range t.Reps {
+				t.reduce(g, rr, rep.Grads[i].Data()[lo:hi])
+			}
+			a.GradScale = 0
 		}
 		if err := kernels.AdamStep(a, t.Step, q.Buf.Data()[lo:hi], g, t.m[i].Data()[lo:hi], t.v[i].Data()[lo:hi]); err != nil {
 			return fmt.Errorf("adam %s: %w", q.Name, err)
