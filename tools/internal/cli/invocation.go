@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -24,7 +25,10 @@ var Parent string
 //   - otherwise the sibling binary: os.Args[0] with its last element
 //     replaced by TOOL when os.Args[0] has a directory part
 //     ("bin/linux-arm64/train" → "bin/linux-arm64/infer", "./train" →
-//     "./infer"), else TOOL alone, found on PATH as the running one was.
+//     "./infer"), else TOOL alone, found on PATH as the running one was;
+//   - when that sibling does not exist (a binary built alone, go build
+//     -o /tmp/train ./tools/train): TOOL if it is on PATH, else
+//     "capstan TOOL" if capstan is, else "go run ./tools/TOOL".
 //
 // Run as a subcommand of Parent (capstan train), it names TOOL as a
 // subcommand of the same binary: "go run ./tools/capstan TOOL" under go
@@ -37,13 +41,25 @@ func Invocation(tool string) string {
 	if err != nil {
 		exe = "" // unknown: argv0 decides
 	}
-	return invocation(tool, exe, os.Args[0], os.Getenv("GOCACHE"), Parent)
+	return invocation(tool, exe, os.Args[0], os.Getenv("GOCACHE"), Parent, executable)
+}
+
+// executable reports whether name is an executable file: a path when it
+// holds a slash, else a name looked up on PATH.
+func executable(name string) bool {
+	if !strings.ContainsRune(name, '/') {
+		_, err := exec.LookPath(name)
+		return err == nil
+	}
+	fi, err := os.Stat(name)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // invocation is Invocation for the executable path exe (os.Executable,
-// "" if unknown), argv0 (os.Args[0]), gocache ($GOCACHE, "" if unset)
-// and parent (Parent).
-func invocation(tool, exe, argv0, gocache, parent string) string {
+// "" if unknown), argv0 (os.Args[0]), gocache ($GOCACHE, "" if unset),
+// parent (Parent) and exists, which reports whether a path (or a name on
+// PATH) is an executable (executable).
+func invocation(tool, exe, argv0, gocache, parent string, exists func(string) bool) string {
 	if parent != "" {
 		if isGoRun(exe, gocache) {
 			return "go run ./tools/" + parent + " " + tool
@@ -53,10 +69,19 @@ func invocation(tool, exe, argv0, gocache, parent string) string {
 	if isGoRun(exe, gocache) {
 		return "go run ./tools/" + tool
 	}
+	sibling := tool
 	if i := strings.LastIndexAny(argv0, "/"+string(filepath.Separator)); i >= 0 {
-		return ShellQuote(argv0[:i+1] + tool)
+		sibling = argv0[:i+1] + tool
 	}
-	return ShellQuote(tool)
+	switch {
+	case exists(sibling):
+		return ShellQuote(sibling)
+	case sibling != tool && exists(tool):
+		return ShellQuote(tool)
+	case exists("capstan"):
+		return "capstan " + tool
+	}
+	return "go run ./tools/" + tool
 }
 
 // isGoRun reports whether exe is a go run build: its path holds

@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestInvocation(t *testing.T) {
 	const cached = "/root/.cache/go-build/a0/a0acdb21ea15447e0c1fbc42938ebd0863eeb673c1cf5eb098189274123d97cd-d/train"
@@ -27,8 +30,35 @@ func TestInvocation(t *testing.T) {
 		{"", "train", "", "infer"},
 		{"", "../bin/train", "/var/gocache", "../bin/infer"},
 	} {
-		if got := invocation("infer", tc.exe, tc.argv0, tc.gocache, ""); got != tc.want {
+		if got := invocation("infer", tc.exe, tc.argv0, tc.gocache, "", everything); got != tc.want {
 			t.Errorf("invocation(infer, %q, %q, GOCACHE=%q) = %q, want %q", tc.exe, tc.argv0, tc.gocache, got, tc.want)
+		}
+	}
+}
+
+// everything is an invocation's exists for a machine where every sibling
+// binary is installed.
+func everything(string) bool { return true }
+
+// TestInvocationMissingSibling: a binary built alone (go build -o
+// /tmp/train ./tools/train) has no sibling; the hint names the tool on
+// PATH, else capstan's subcommand, else go run.
+func TestInvocationMissingSibling(t *testing.T) {
+	for _, tc := range []struct {
+		argv0 string
+		have  []string
+		want  string
+	}{
+		{"/tmp/train", []string{"/tmp/infer"}, "/tmp/infer"},
+		{"/tmp/train", []string{"infer", "capstan"}, "infer"},
+		{"/tmp/train", []string{"capstan"}, "capstan infer"},
+		{"/tmp/train", nil, "go run ./tools/infer"},
+		{"train", []string{"capstan"}, "capstan infer"},
+		{"./train", nil, "go run ./tools/infer"},
+	} {
+		exists := func(p string) bool { return slices.Contains(tc.have, p) }
+		if got := invocation("infer", "/x/"+tc.argv0, tc.argv0, "", "", exists); got != tc.want {
+			t.Errorf("invocation(infer, argv0 %q, existing %q) = %q, want %q", tc.argv0, tc.have, got, tc.want)
 		}
 	}
 }
@@ -45,7 +75,7 @@ func TestInvocationParent(t *testing.T) {
 		{"/home/pi/my tools/capstan", "/home/pi/my tools/capstan", "'/home/pi/my tools/capstan' infer"},
 		{"", "capstan", "capstan infer"},
 	} {
-		if got := invocation("infer", tc.exe, tc.argv0, "", "capstan"); got != tc.want {
+		if got := invocation("infer", tc.exe, tc.argv0, "", "capstan", everything); got != tc.want {
 			t.Errorf("invocation(infer, %q, %q, parent capstan) = %q, want %q", tc.exe, tc.argv0, got, tc.want)
 		}
 	}
