@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 )
@@ -88,4 +89,34 @@ func BenchmarkVotesBackward(b *testing.B) {
 		}
 		capsReport(b, 2*votesFlops(d.vs))
 	})
+}
+
+// BenchmarkVotesGroups sweeps the sample groups of the votes forward
+// (votesFwdGroup) and of the du sum (votesBwdGroup) on Sabour's digit layer,
+// the only layer large enough for them to matter, on the implementation in
+// use: the measurement behind their values on a new CPU.
+func BenchmarkVotesGroups(b *testing.B) {
+	s := capsBenchShapes[0]
+	d := newCapsBenchData(s.sh, s.dIn)
+	defer func(f, g int) { votesFwdGroup, votesBwdGroup = f, g }(votesFwdGroup, votesBwdGroup)
+	for _, g := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("forward/group=%d", g), func(b *testing.B) {
+			votesFwdGroup = g
+			for b.Loop() {
+				if err := VotesForward(d.vs, d.uhat, d.w, d.u); err != nil {
+					b.Fatal(err)
+				}
+			}
+			capsReport(b, votesFlops(d.vs))
+		})
+		b.Run(fmt.Sprintf("du/group=%d", g), func(b *testing.B) {
+			votesBwdGroup = g
+			for b.Loop() {
+				if err := VotesBackward(d.vs, nil, d.du, d.w, d.u, d.duhat); err != nil {
+					b.Fatal(err)
+				}
+			}
+			capsReport(b, votesFlops(d.vs))
+		})
+	}
 }
