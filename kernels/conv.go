@@ -462,11 +462,9 @@ func ConvBackwardFilter(sh ConvShape, dw, dbias, x, dy, work []float32) error {
 		convDepthwiseBackwardFilter(sh, dw, x, dy)
 		return nil
 	}
-	if f, mr, nr := convDirectAKernel(); f != nil {
-		if g, n, ok := sh.directFilterGeom(mr, nr); ok {
-			convDirectFilter(f, nr, g, n, sh, dw, x, dy, work)
-			return nil
-		}
+	if f, nr, g, n, ok := sh.convFilterDirect(); ok {
+		convDirectFilter(f, nr, g, n, sh, dw, x, dy, work)
+		return nil
 	}
 	if drv := convDriver(); drv != nil && sh.implicitBackward() {
 		convImplicitBackward(drv, sh, dw, nil, nil, x, dy, nil, nil, work)

@@ -90,14 +90,32 @@ func convDirectKernel() (f sgemmDirectFn, mr, nr int) {
 	return g.direct, g.mr, g.nr
 }
 
-// convDirectAKernel returns the direct-A GEMM of the driver the
-// convolutions run on, with its tile, or nil.
-func convDirectAKernel() (f sgemmDirectAFn, mr, nr int) {
-	g := convDriver()
-	if !convDirectOn || g == nil || g.directA == nil {
-		return nil, 0, 0
+// filterDirect returns the direct-A kernel, its tile's nr and the geometry
+// of the shape's filter gradient on driver d: d's own tile where its
+// geometry holds, else d's fallback tile (sgemmBlocked.filterA); ok false
+// where neither takes the shape (or d has no direct-A kernel).
+func (s ConvShape) filterDirect(d *sgemmBlocked) (f sgemmDirectAFn, nr int, g directGeom, n int, ok bool) {
+	if d == nil || d.directA == nil {
+		return nil, 0, g, 0, false
 	}
-	return g.directA, g.mr, g.nr
+	if g, n, ok = s.directFilterGeom(d.mr, d.nr); ok {
+		return d.directA, d.nr, g, n, true
+	}
+	if d.filterA != nil {
+		if g, n, ok = s.directFilterGeom(d.filterMR, d.filterNR); ok {
+			return d.filterA, d.filterNR, g, n, true
+		}
+	}
+	return nil, 0, g, 0, false
+}
+
+// convFilterDirect is filterDirect on the driver the convolutions run on
+// (none when the direct paths are off).
+func (s ConvShape) convFilterDirect() (f sgemmDirectAFn, nr int, g directGeom, n int, ok bool) {
+	if !convDirectOn {
+		return nil, 0, directGeom{}, 0, false
+	}
+	return s.filterDirect(convDriver())
 }
 
 // directGeom is the geometry of the direct forward (or data gradient) of a
@@ -201,11 +219,7 @@ var convDirectMinFilterP = 200
 
 // directFilter reports whether ConvBackwardFilter takes the direct path.
 func (s ConvShape) directFilter() bool {
-	f, mr, nr := convDirectAKernel()
-	if f == nil {
-		return false
-	}
-	_, _, ok := s.directFilterGeom(mr, nr)
+	_, _, _, _, ok := s.convFilterDirect()
 	return ok
 }
 
@@ -289,10 +303,8 @@ func (s ConvShape) directWork(d *sgemmBlocked) int {
 	if g, ok := s.directDataGeom(d.mr, d.nr); ok {
 		ws = max(ws, s.directDataWork(g))
 	}
-	if d.directA != nil {
-		if g, n, ok := s.directFilterGeom(d.mr, d.nr); ok {
-			ws = max(ws, s.directFilterWork(g, n))
-		}
+	if _, _, g, n, ok := s.filterDirect(d); ok {
+		ws = max(ws, s.directFilterWork(g, n))
 	}
 	return ws
 }

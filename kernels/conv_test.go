@@ -254,17 +254,48 @@ func TestConvDirectTaken(t *testing.T) {
 		for _, s := range []ConvShape{deep, deep2} {
 			_, fok := s.directForwardGeom(mr, nr)
 			_, dok := s.directDataGeom(mr, nr)
-			// The filter gradient's C has OutC = 64 columns in tiles of nr:
-			// it is direct where nr divides 64 (the tables' defaults, 16
-			// and 32 wide); a 48-wide tile (the row of Intel family 6
-			// model 167) would compute 96 columns for 64, which the path
-			// refuses (convDirectMaxWaste).
-			wok := s.directFilter() || 64%nr != 0
+			wok := s.directFilter()
 			if !fok || !dok || !wok {
 				t.Errorf("%s: the deep model's 3×3 layer of stride %d: direct forward %v, data gradient %v, filter gradient %v", impl, s.StrideH, fok, dok, wok)
 			}
 		}
 	})
+}
+
+// TestConvFilterFallback runs every tile of this build whose nr is not a
+// power of two (avx512 8×48 and 6×48, the table's choice on Intel family 6
+// model 167; avx2 4×24) as the convolutions' driver: a 3×3 filter gradient
+// of 32 output channels, which such a tile would round up to 48 columns,
+// takes the direct path on the fallback tile (sgemmBlocked.filterA), and
+// every convolution matches the reference.
+func TestConvFilterFallback(t *testing.T) {
+	tiles := sgemmRunnableTiles()
+	ran := 0
+	for _, tile := range tiles {
+		if tile.nr&(tile.nr-1) == 0 || tile.directA == nil {
+			continue
+		}
+		ran++
+		t.Run(tile.name, func(t *testing.T) {
+			defer func() { convTestDriver = nil }()
+			convTestDriver = newSgemmFromChoice(sgemmDefaultBlocking(tile))
+			if convTestDriver.filterA == nil {
+				t.Fatalf("%s: no fallback direct-A tile", tile.name)
+			}
+			// 32 output channels: 48 columns on any of these tiles.
+			deep := ConvShape{Batch: 32, InC: 32, InH: 34, InW: 34, OutC: 32, KH: 3, KW: 3, StrideH: 1, StrideW: 1, Groups: 1}
+			if _, _, ok := deep.directFilterGeom(tile.mr, tile.nr); ok {
+				t.Fatalf("%s: the deep layer's filter gradient fits the tile itself; the test needs a shape that does not", tile.name)
+			}
+			if !deep.directFilter() {
+				t.Errorf("%s: the deep model's 3×3 filter gradient does not take the fallback's direct path", tile.name)
+			}
+			testConvVsRef(t)
+		})
+	}
+	if ran == 0 {
+		t.Skip("no tile with nr not a power of two runs on this CPU (arm64, noasm)")
+	}
 }
 
 func testConvVsRef(t *testing.T) {

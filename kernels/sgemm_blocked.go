@@ -30,11 +30,18 @@ type sgemmMicro func(kc int, a, b, c []float32, ldc int, alpha, beta float32)
 // scratch tile and merged with alpha and beta in Go. beta is applied on the
 // first kc block only; later blocks accumulate (beta = 1).
 type sgemmBlocked struct {
-	micro      sgemmMicro
-	direct     sgemmDirectFn  // the tile's direct twin (conv_direct.go), or nil
-	directA    sgemmDirectAFn // the tile's direct-A twin, or nil
-	mr, nr     int
-	kc, mc, nc int
+	micro   sgemmMicro
+	direct  sgemmDirectFn  // the tile's direct twin (conv_direct.go), or nil
+	directA sgemmDirectAFn // the tile's direct-A twin, or nil
+	// filterA is the direct-A kernel of another tile of the same ISA, with
+	// its tile filterMR×filterNR, that the filter gradient falls back to
+	// where this tile's nr would throw away too many of C's columns (a
+	// 48-wide tile on 32, 64 or 128 output channels); nil when the tile's
+	// nr is a power of two (newSgemmFromChoice).
+	filterA            sgemmDirectAFn
+	filterMR, filterNR int
+	mr, nr             int
+	kc, mc, nc         int
 
 	// free holds the fixed-size packing buffers not in use. Each call takes
 	// one and gives it back, so concurrent callers (data-parallel replicas
