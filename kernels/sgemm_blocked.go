@@ -362,35 +362,45 @@ func sgemmPackA(trans bool, a []float32, lda, ic, pc, mc, kc, mr int, dst []floa
 }
 
 // sgemmPackAT is sgemmPackA for op(A) = Aᵀ: op(A)(i, p) = a[p*lda+i], so
-// each p is a contiguous run of the block's mc rows. The block is read one
-// such run at a time, front to back, and dealt out to the panels: walking
+// each p is a contiguous run of the block's mc rows, which packRowPanels
+// reads one at a time, front to back, and deals out to the panels: walking
 // panel by panel instead read kc runs of mr values lda apart for every
 // panel, a new cache line and often a new page per 32 bytes (the primary
 // capsules' data gradient, Wᵀ with lda = 20736, spent 17% of its time
-// there). Full panels of 8 or 16 rows move as arrays.
+// there).
 func sgemmPackAT(a []float32, lda, ic, pc, mc, kc, mr int, dst []float32) {
-	full := mc / mr * mr // rows in full panels
+	packRowPanels(a, lda, pc, ic, kc, mc, mr, dst)
+}
+
+// packRowPanels packs the kc×n block of the row-major matrix src (row
+// stride ld) at rows r0…, columns c0… into w-wide panels: panel q holds
+// columns q·w… at dst[q·w·kc:], element (p, j) at p·w+j, columns past n
+// zero. Each row of the block is read once, sequentially; full panels of 8
+// or 16 columns move as arrays. It is the non-transposed B of sgemmPackB and
+// the transposed A of sgemmPackAT.
+func packRowPanels(src []float32, ld, r0, c0, kc, n, w int, dst []float32) {
+	full := n / w * w // columns in full panels
 	for p := 0; p < kc; p++ {
-		off := (pc+p)*lda + ic
-		row := a[off : off+mc]
-		switch mr {
+		off := (r0+p)*ld + c0
+		row := src[off : off+n]
+		switch w {
 		case 8:
-			for ir := 0; ir < full; ir += 8 {
-				*(*[8]float32)(dst[ir*kc+p*8:]) = *(*[8]float32)(row[ir:])
+			for j := 0; j < full; j += 8 {
+				*(*[8]float32)(dst[j*kc+p*8:]) = *(*[8]float32)(row[j:])
 			}
 		case 16:
-			for ir := 0; ir < full; ir += 16 {
-				*(*[16]float32)(dst[ir*kc+p*16:]) = *(*[16]float32)(row[ir:])
+			for j := 0; j < full; j += 16 {
+				*(*[16]float32)(dst[j*kc+p*16:]) = *(*[16]float32)(row[j:])
 			}
 		default:
-			for ir := 0; ir < full; ir += mr {
-				copy(dst[ir*kc+p*mr:ir*kc+p*mr+mr], row[ir:ir+mr])
+			for j := 0; j < full; j += w {
+				copy(dst[j*kc+p*w:j*kc+p*w+w], row[j:j+w])
 			}
 		}
-		if full < mc {
-			dp := dst[full*kc+p*mr : full*kc+p*mr+mr]
+		if full < n {
+			dp := dst[full*kc+p*w : full*kc+p*w+w]
 			copy(dp, row[full:])
-			clear(dp[mc-full:])
+			clear(dp[n-full:])
 		}
 	}
 }
@@ -399,22 +409,10 @@ func sgemmPackAT(a []float32, lda, ic, pc, mc, kc, mr int, dst []float32) {
 // panel q holds columns q·nr… at dst[q·nr·kc:], element (p, j) at p·nr+j.
 // Columns past nc in the last panel are zero.
 func sgemmPackB(trans bool, b []float32, ldb, pc, jc, kc, nc, nr int, dst []float32) {
-	full := nc / nr * nr // columns in full panels
 	if !trans {
 		// op(B)(p, j) = b[p*ldb+j]: read each row of the block once,
 		// sequentially, and deal it out to the panels.
-		for p := 0; p < kc; p++ {
-			off := (pc+p)*ldb + jc
-			row := b[off : off+nc]
-			for jr := 0; jr < full; jr += nr {
-				copy(dst[jr*kc+p*nr:jr*kc+p*nr+nr], row[jr:jr+nr])
-			}
-			if full < nc {
-				dp := dst[full*kc+p*nr : full*kc+p*nr+nr]
-				copy(dp, row[full:])
-				clear(dp[nc-full:])
-			}
-		}
+		packRowPanels(b, ldb, pc, jc, kc, nc, nr, dst)
 		return
 	}
 	// op(B)(p, j) = b[j*ldb+p]: column j of op(B) is contiguous along p;
