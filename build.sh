@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Capstan's one entry point.
 #   ./build.sh build   build everything (native) and vet it
-#   ./build.sh test    gofmt, go generate check, go vet (amd64 + arm64), tests: native, -tags noasm,
+#   ./build.sh test    gofmt, go generate check, go vet (amd64, arm64, and 32-bit 386 and arm: every
+#                      package and test compiles there), tests: native, -tags noasm, the kernels
+#                      as 386 (-short, on an amd64 host that runs 386 binaries),
 #                      forced AVX2 on AVX-512 machines, every fuzz target for 100000 executions,
 #                      arm64 under qemu-aarch64-static, the HTML report rendered in headless chromium,
 #                      int8 inference and the parse-tree analysis (capstan analyze) under qemu,
@@ -144,9 +146,13 @@ cmd_test() {
 	[ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
 	say "go generate ./... leaves the tree unchanged"
 	check_generated
-	say "go vet (amd64, arm64, noasm)"
+	say "go vet (amd64, arm64, 386, arm, noasm)"
 	GOARCH=amd64 go vet ./...
 	GOARCH=arm64 go vet ./...
+	# 32-bit: every package and test must compile where int has 32 bits
+	# (a size limit such as 1<<40 must be min(…, math.MaxInt)).
+	GOARCH=386 go vet ./...
+	GOARCH=arm GOARM=7 go vet ./...
 	go vet -tags noasm ./...
 	if ensure_chromium; then
 		export CAPSTAN_REQUIRE_CHROMIUM=1 # the report's rendering test may not skip
@@ -159,6 +165,9 @@ cmd_test() {
 	go test -count=1 ./...
 	say "go test -tags noasm (pure-Go reference only)"
 	go test -count=1 -tags noasm ./...
+	if [ "$(go env GOOS)/$(go env GOARCH)" = linux/amd64 ]; then
+		kernels_386
+	fi
 	if [ "$(go env GOARCH)" = amd64 ] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
 		say "go test with CAPSTAN_KERNELS=avx2 (AVX2 forced on an AVX-512 machine)"
 		CAPSTAN_KERNELS=avx2 go test -count=1 ./...
@@ -201,6 +210,28 @@ cmd_test() {
 	fi
 	say "all tests passed"
 }
+
+# kernels_386 runs the kernels' tests (-short) as a linux/386 binary on a
+# linux/amd64 host: the pure-Go reference kernels, where int has 32 bits
+# (size arithmetic that would overflow there). A host kernel without 32-bit
+# support (no IA32 emulation) cannot run the binary: skipped, with a message.
+kernels_386() (
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/capstan-386.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	GOARCH=386 go test -c -o "$tmp/kernels.test" ./kernels/
+	local out
+	if ! out=$("$tmp/kernels.test" -test.run '^$' 2>&1); then
+		if grep -qiE 'exec format error|cannot execute binary' <<<"$out"; then
+			say "SKIPPED the kernels' tests as 386: this host does not run linux/386 binaries (a kernel without IA32 emulation)"
+			exit 0
+		fi
+		printf '%s\n' "$out" >&2
+		die "the kernels' test binary failed to start as GOARCH=386"
+	fi
+	say "go test -short ./kernels/ as GOARCH=386 (32-bit int, pure-Go kernels)"
+	cd kernels
+	"$tmp/kernels.test" -test.short -test.count 1 || die "the kernels' tests failed as GOARCH=386"
+)
 
 # torch_python prints a python3 that imports torch (Debian's /usr/bin/python3
 # with python3-torch first, then python3 on PATH), or returns 1.

@@ -1,6 +1,9 @@
 package asm
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // The bounds-checking layer. Every exported kernel of every ISA calls one of
 // the check functions below before its unexported assembly body, so a length
@@ -15,8 +18,11 @@ import "fmt"
 
 // maxDim bounds every dimension and stride so that the index arithmetic
 // below cannot overflow int (2^31 · 2^31 fits in 63 bits for the products
-// the checks form, which have at most two large factors).
-const maxDim = 1 << 31
+// the checks form, which have at most two large factors). On a 32-bit
+// GOARCH it is math.MaxInt (2^31 − 1), the largest an int holds; there the
+// package has no assembly to guard (the checks run only in its tests), and
+// a product of two large factors can wrap.
+const maxDim = min(1<<31, math.MaxInt)
 
 // BoundsError is the panic value of a failed check.
 type BoundsError struct {
@@ -142,6 +148,16 @@ func checkSquashKind(kernel string, kind int) {
 	}
 }
 
+// groupRows returns ng·d, the rows of a grouped kernel's matrix, and
+// panics if it is larger than maxDim: (ng·d−1)·lda would otherwise have
+// three large factors and could wrap.
+func groupRows(kernel string, ng, d int) int {
+	if d > 0 && ng > maxDim/d {
+		panic(BoundsError{Kernel: kernel, What: "groups × rows", Need: ng, Have: -1})
+	}
+	return ng * d
+}
+
 // stridedLast is the last index of an operand read as element (j, k) at
 // j·s + k·sk for j < ng, k < d.
 func stridedLast(ng, d, s, sk int) int { return (ng-1)*s + (d-1)*sk }
@@ -153,7 +169,7 @@ func checkGerGroups(kernel string, ng, d, n int, x, x2 []float32, xs, xk int, y,
 	if !dims(kernel, ng, d, n) {
 		return false
 	}
-	need(kernel, "a", a, (ng*d-1)*lda+n-1)
+	need(kernel, "a", a, (groupRows(kernel, ng, d)-1)*lda+n-1)
 	need(kernel, "x", x, stridedLast(ng, d, xs, xk))
 	need(kernel, "y", y, (ng-1)*ldy+n-1)
 	if two {
@@ -169,7 +185,7 @@ func checkGemvTGroups(kernel string, ng, d, n int, a []float32, lda int, x []flo
 	if !dims(kernel, ng, d, n) {
 		return false
 	}
-	need(kernel, "a", a, (ng*d-1)*lda+n-1)
+	need(kernel, "a", a, (groupRows(kernel, ng, d)-1)*lda+n-1)
 	need(kernel, "x", x, stridedLast(ng, d, xs, xk))
 	need(kernel, "y", y, (ng-1)*ldy+n-1)
 	return true
@@ -181,7 +197,7 @@ func checkGemvNGroups(kernel string, ng, d, n int, a []float32, lda int, x []flo
 	if !dims(kernel, ng, d, n) {
 		return false
 	}
-	need(kernel, "a", a, (ng*d-1)*lda+n-1)
+	need(kernel, "a", a, (groupRows(kernel, ng, d)-1)*lda+n-1)
 	need(kernel, "x", x, (ng-1)*ldx+n-1)
 	need(kernel, "y", y, stridedLast(ng, d, ys, yk))
 	return true

@@ -1,5 +1,7 @@
 package asm
 
+import "math/bits"
+
 // Fast paths of the bounds layer. The checks of bounds.go cost about 8 ns
 // per call (variadic helpers, a non-inlined call of up to 19 arguments),
 // which is a quarter of the time of the small grouped and batched calls the
@@ -21,8 +23,9 @@ package asm
 // panics. bounds_fast_test.go checks the implication on random shapes.
 
 // fastMax bounds the dimensions and strides the fast paths accept: three
-// of them multiplied stay far below 2^63.
-const fastMax = 1 << 20
+// of them multiplied stay far below 2^63 (2^20; 2^10 where int has 32
+// bits, so that they stay below 2^31 there).
+const fastMax = 1 << min(20, (bits.UintSize-2)/3)
 
 // fits reports whether index last is inside s.
 func fits(s []float32, last int) bool { return uint(last) < uint(len(s)) }

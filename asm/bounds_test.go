@@ -2,6 +2,7 @@ package asm
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -108,6 +109,24 @@ func TestChecks(t *testing.T) {
 	mustPanic(t, "GemvNGroups short y", "y", func() {
 		checkGemvNGroups("GemvNGroups", ng, d, n, mk(al), lda, mk(yl), ldy, mk(xl-1), xs, xk)
 	})
+
+	// Groups × rows past maxDim: (ng·d−1)·lda would wrap int64 and
+	// accept one-element operands (ng·d = 8,589,934,593 rows, lda 2^31).
+	if strconv.IntSize == 64 {
+		const bigNg, bigD, bigLda = 954437177, 9, maxDim // maxDim is 2^31 here
+		for _, c := range []struct {
+			name string
+			f    func()
+		}{
+			{"Ger2Groups", func() {
+				checkGerGroups("Ger2Groups", bigNg, bigD, 1, mk(1), mk(1), 0, 0, mk(1), mk(1), 0, mk(1), bigLda, true)
+			}},
+			{"GemvTGroups", func() { checkGemvTGroups("GemvTGroups", bigNg, bigD, 1, mk(1), bigLda, mk(1), 0, 0, mk(1), 0) }},
+			{"GemvNGroups", func() { checkGemvNGroups("GemvNGroups", bigNg, bigD, 1, mk(1), bigLda, mk(1), 0, mk(1), 0, 0) }},
+		} {
+			mustPanic(t, c.name+" wrapping groups", "groups × rows", c.f)
+		}
+	}
 
 	if !checkExp("Exp", mk(5), mk(5)) || checkExp("Exp", nil, nil) {
 		t.Error("Exp: wrong result")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -80,6 +81,13 @@ func TestConfigErrors(t *testing.T) {
 // checked.
 func TestHostileGeometry(t *testing.T) {
 	big := math.MaxInt
+	// wide: a size that passes alone (maxDim) but whose product with
+	// another overflows maxElems; 2^30 is past maxDim on a 32-bit GOARCH,
+	// and 2^16 fits a first layer's product there but not a second's.
+	wide := 1 << 30
+	if strconv.IntSize == 32 {
+		wide = 1 << 16
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(c *Config)
@@ -92,13 +100,13 @@ func TestHostileGeometry(t *testing.T) {
 		{"kernel", func(c *Config) { c.Convs[0].Kernel = big }, "convs[0]"},
 		{"stride", func(c *Config) { c.Convs[0].Stride = big }, "convs[0]"},
 		{"out", func(c *Config) { c.Convs[0].Out = big }, "convs[0]"},
-		{"out-weights", func(c *Config) { c.Convs[0].Out, c.Convs[1].Out = 1<<30, 1<<30 }, "convs[1]"},
+		{"out-weights", func(c *Config) { c.Convs[0].Out, c.Convs[1].Out = wide, wide }, "convs[1]"},
 		{"caps-out", func(c *Config) { c.Caps[0].Out = big }, "caps[0]"},
-		{"caps-dim", func(c *Config) { c.Caps[1].Dim = 1 << 30; c.Caps[0].Dim = 1 << 30 }, "caps[1]"},
+		{"caps-dim", func(c *Config) { c.Caps[1].Dim = wide; c.Caps[0].Dim = wide }, "caps[1]"},
 		{"iters", func(c *Config) { c.Caps[0].Iters = big }, "caps[0]"},
 		{"iters-negative", func(c *Config) { c.Caps[0].Iters = -1 }, "caps[0]"},
 		{"decoder", func(c *Config) { c.Decoder = []int{big} }, "decoder[0]"},
-		{"decoder-product", func(c *Config) { c.Decoder = []int{1 << 30, 1 << 30} }, "decoder layer 2"},
+		{"decoder-product", func(c *Config) { c.Decoder = []int{wide, wide} }, "decoder layer 2"},
 		{"primary-dim", func(c *Config) { c.PrimaryDim = big }, "primary_dim"},
 		{"classes", func(c *Config) { c.Classes = big }, "classes"},
 	} {

@@ -184,9 +184,11 @@ func (a *Arena) alloc(name string, kind Kind, dt DType, shape []int) *Buf {
 }
 
 // maxFloats bounds every buffer and the arena's declared size (2^40 floats,
-// 4 TiB; MaxInt on 32-bit platforms): products and sums of sizes stay far from int overflow, and a shape
-// computed from hostile sizes is an error, not a panic.
-const maxFloats = min(1<<40, math.MaxInt)
+// 4 TiB; math.MaxInt/4 on 32-bit platforms, whose address space holds no
+// more): products and sums of sizes stay far from int overflow (the arena's
+// size plus one more buffer, and the size in bytes, fit an int), and a
+// shape computed from hostile sizes is an error, not a panic.
+const maxFloats = min(1<<40, math.MaxInt/4)
 
 // MaxArenaBytes is the largest arena Seal and SealShared allocate (16 GiB by
 // default) unless the arena has its own size check (SetSizeCheck). A larger

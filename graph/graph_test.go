@@ -352,8 +352,8 @@ func TestHostileSizes(t *testing.T) {
 		t.Errorf("overflowing shape: %v", err)
 	}
 	a = NewArena()
-	for i := 0; i < 3; i++ {
-		a.Alloc(fmt.Sprintf("big%d", i), Activation, 1<<20, 1<<19)
+	for i := 0; i < 3; i++ { // 2^39 floats each (less on 32-bit), each under maxFloats, together past it
+		a.Alloc(fmt.Sprintf("big%d", i), Activation, 1<<20, maxFloats>>21)
 	}
 	if err := a.Seal(); err == nil || !strings.Contains(err.Error(), "past") {
 		t.Errorf("arena past the float limit: %v", err)

@@ -3,6 +3,8 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // ConvShape describes a 2-D convolution (cross-correlation, as in PyTorch's
@@ -101,11 +103,17 @@ func (s ConvShape) Validate() error {
 	if s.KW > s.InW+2*s.PadW {
 		return fmt.Errorf("kernels: conv shape: KW=%d is larger than the padded input width InW+2·PadW=%d", s.KW, s.InW+2*s.PadW)
 	}
-	const limit = 1 << 40 // guard against int overflow in the size products
+	// Guard against int overflow in the size products: 2^40, or on a
+	// 32-bit GOARCH math.MaxInt, the most an int holds.
+	const limit = min(1<<40, math.MaxInt)
 	if float64(s.Batch)*float64(s.InC)*float64(s.InH)*float64(s.InW) > limit ||
 		float64(s.OutC)*float64(s.InC)*float64(s.KH)*float64(s.KW) > limit ||
 		float64(s.Batch)*float64(s.OutC)*float64(s.InH+2*s.PadH)*float64(s.InW+2*s.PadW) > limit {
-		return fmt.Errorf("kernels: conv shape %+v: tensors larger than 2^40 elements", s)
+		what := "2^40"
+		if limit != 1<<40 {
+			what = strconv.Itoa(limit)
+		}
+		return fmt.Errorf("kernels: conv shape %+v: tensors larger than %s elements", s, what)
 	}
 	return nil
 }

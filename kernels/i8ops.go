@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // The element-wise and layout steps of int8 inference around GemmI8Packed
 // (the quant package composes them): quantizing float32 activations to
@@ -392,14 +395,19 @@ func DequantVotes(b, nOut, dOut, nIn, i0, ni int, uhat []float32, acc []int32, m
 	return nil
 }
 
-// mulNonNeg multiplies non-negative sizes, reporting overflow past maxI8Dim².
+// maxI8Prod bounds the products of mulNonNeg: maxI8Dim², or on a 32-bit
+// GOARCH math.MaxInt, the most an int holds.
+const maxI8Prod = min(maxI8Dim*maxI8Dim, math.MaxInt)
+
+// mulNonNeg multiplies non-negative sizes, reporting overflow past
+// maxI8Prod.
 func mulNonNeg(dims ...int) (int, bool) {
 	p := 1
 	for _, d := range dims {
 		if d < 0 {
 			return 0, false
 		}
-		if d != 0 && p > (1<<60)/d {
+		if d != 0 && p > maxI8Prod/d {
 			return 0, false
 		}
 		p *= d

@@ -396,6 +396,7 @@ func TestI8OpsErrors(t *testing.T) {
 	q := make([]int8, 1000)
 	acc := make([]int32, 1000)
 	f := make([]float32, 1000)
+	const huge = min(1<<31, math.MaxInt) // 2^31, or the largest int on a 32-bit GOARCH
 	for name, err := range map[string]error{
 		"QuantizeI8 short":     QuantizeI8(q[:2], f[:3], 1),
 		"QuantizeNHWC short":   QuantizeNHWC(2, 3, 4, q[:23], f, 1),
@@ -409,7 +410,7 @@ func TestI8OpsErrors(t *testing.T) {
 		"DepthwiseI8 short w":  DepthwiseI8(dw, acc, q, q[:17]),
 		"DepthwiseI8 short a":  DepthwiseI8(dw, acc[:17], q, q),
 		"Requant short mul":    Requant(2, 3, q, acc, f[:2], f, false),
-		"Requant huge":         Requant(1<<31, 1<<31, q, acc, f, f, false),
+		"Requant huge":         Requant(huge, huge, q, acc, f, f, false),
 		"Dequant short y":      Dequant(4, 5, f[:19], acc, f, nil, false),
 		"Dequant short add":    Dequant(4, 5, f, acc, f, f[:4], true),
 		"DequantVotes capsule": DequantVotes(1, 2, 3, 4, 4, 1, f, acc, f),

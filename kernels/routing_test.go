@@ -933,6 +933,8 @@ func TestRoutingNaN(t *testing.T) {
 // TestCapsShapeErrors: bad shapes and lengths are errors, not panics;
 // Batch = 0 is a no-op.
 func TestCapsShapeErrors(t *testing.T) {
+	// 2^40 and 2^62, or the largest int on a 32-bit GOARCH.
+	const huge40, huge62 = min(1<<40, math.MaxInt), min(1<<62, math.MaxInt)
 	vs := VotesShape{Batch: 2, NIn: 3, NOut: 2, DIn: 2, DOut: 4}
 	nW, nU, nV := 2*4*2*3, 2*2*3, 2*2*4*3
 	w, u, uhat := make([]float32, nW), make([]float32, nU), make([]float32, nV)
@@ -948,8 +950,8 @@ func TestCapsShapeErrors(t *testing.T) {
 	bad := []error{
 		VotesForward(VotesShape{Batch: 2, NIn: 0, NOut: 2, DIn: 2, DOut: 4}, uhat, w, u),
 		VotesForward(VotesShape{Batch: -1, NIn: 3, NOut: 2, DIn: 2, DOut: 4}, uhat, w, u),
-		VotesForward(VotesShape{Batch: 2, NIn: 1 << 40, NOut: 1 << 30, DIn: 2, DOut: 4}, nil, nil, nil),
-		VotesBackward(VotesShape{Batch: 1 << 62, NIn: 4, NOut: 2, DIn: 2, DOut: 4}, nil, nil, nil, nil, nil),
+		VotesForward(VotesShape{Batch: 2, NIn: huge40, NOut: 1 << 30, DIn: 2, DOut: 4}, nil, nil, nil),
+		VotesBackward(VotesShape{Batch: huge62, NIn: 4, NOut: 2, DIn: 2, DOut: 4}, nil, nil, nil, nil, nil),
 		VotesForward(vs, uhat[1:], w, u),
 		VotesForward(vs, uhat, w[1:], u),
 		VotesForward(vs, uhat, w, u[1:]),
@@ -961,7 +963,7 @@ func TestCapsShapeErrors(t *testing.T) {
 		VotesWeightsToTorch(VotesShape{NIn: 3, NOut: 2, DIn: 2, DOut: -4}, w, w),
 		CapsFromTorch(2, 3, 2, u, u[2:]),
 		CapsToTorch(-2, 3, 2, u, u),
-		CapsFromTorch(1<<40, 1<<40, 2, u, u),
+		CapsFromTorch(huge40, huge40, 2, u, u),
 		PriorFromTorch(3, 2, w[:5], w[:6]),
 		PriorToTorch(3, 2, w[:6], w[:7]),
 	}
@@ -981,7 +983,7 @@ func TestCapsShapeErrors(t *testing.T) {
 		RoutingForward(withSquash(7), v, c, uhat, prior, work),
 		RoutingForward(RoutingShape{Batch: 2, NIn: 3, NOut: 0, D: 4, Iters: 2}, v, c, uhat, prior, work),
 		RoutingForward(RoutingShape{Batch: 1 << 20, NIn: 1 << 20, NOut: 1 << 20, D: 4, Iters: 2}, nil, nil, nil, nil, nil),
-		RoutingBackward(RoutingShape{Batch: 2, NIn: 3, NOut: 2, D: 4, Iters: 1 << 62}, nil, nil, nil, nil, nil, nil),
+		RoutingBackward(RoutingShape{Batch: 2, NIn: 3, NOut: 2, D: 4, Iters: huge62}, nil, nil, nil, nil, nil, nil),
 		RoutingForward(rs, v[1:], c, uhat, prior, work),
 		RoutingForward(rs, v, c[1:], uhat, prior, work),
 		RoutingForward(rs, v, c, uhat[1:], prior, work),

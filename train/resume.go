@@ -35,8 +35,9 @@ type runState struct {
 }
 
 // maxCount bounds the epoch, step and batch counts of a checkpoint's
-// metadata (a corrupt value must not wrap around in epoch+1).
-const maxCount = 1 << 40
+// metadata (a corrupt value must not wrap around in epoch+1): 2^40, or on
+// a 32-bit GOARCH math.MaxInt − 1, the most an int holds with room for +1.
+const maxCount = min(1<<40, math.MaxInt-1)
 
 // resumePaths returns the run directory and checkpoint file of a resume
 // path (Options.Resume: a run directory or a checkpoint file).

@@ -108,9 +108,12 @@ var dtypeSize = map[string]int{
 	"I64": 8, "U64": 8, "F64": 8,
 }
 
+// entry is one tensor's header entry. Its sizes are int64 so that a file's
+// shape is decoded, then checked against the limits, alike on every GOARCH
+// (an int has 32 bits on 386 and arm); checkEntry turns it into ints.
 type entry struct {
 	DType   string  `json:"dtype"`
-	Shape   []int   `json:"shape"`
+	Shape   []int64 `json:"shape"`
 	Offsets []int64 `json:"data_offsets"`
 }
 
@@ -187,6 +190,7 @@ func Decode(r io.Reader, size int64) (*File, error) { return decode(r, size, fal
 type span struct {
 	name  string
 	e     entry
+	shape []int // e.Shape, checked; fresh for each span, handed out as is
 	count int
 }
 
@@ -289,7 +293,7 @@ func ReadHeader(path string) (*Header, error) {
 	}
 	h := &Header{Tensors: make(map[string]Info, len(spans)), Metadata: meta}
 	for _, s := range spans {
-		h.Tensors[s.name] = Info{DType: s.e.DType, Shape: append([]int{}, s.e.Shape...)}
+		h.Tensors[s.name] = Info{DType: s.e.DType, Shape: s.shape}
 	}
 	return h, nil
 }
@@ -317,7 +321,7 @@ func decode(r io.Reader, size int64, exact bool) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", s.name, err)
 		}
-		t.Shape = append([]int{}, s.e.Shape...)
+		t.Shape = s.shape
 		out.Tensors[s.name] = t
 	}
 	return out, nil
@@ -470,7 +474,14 @@ func checkEntry(name string, e entry) (span, error) {
 	if n > math.MaxInt {
 		return span{}, fmt.Errorf("tensor %q: shape %v too large for this platform", name, e.Shape)
 	}
-	return span{name, e, int(n)}, nil
+	shape := make([]int, len(e.Shape))
+	for i, s := range e.Shape {
+		if s > math.MaxInt { // only where int has 32 bits, beside a dimension of 0
+			return span{}, fmt.Errorf("tensor %q: shape %v too large for this platform", name, e.Shape)
+		}
+		shape[i] = int(s)
+	}
+	return span{name, e, shape, int(n)}, nil
 }
 
 // Write writes tensors (sorted by name, F32 or I8) and metadata to path
@@ -507,9 +518,9 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 		if NumElements(t.Shape) != t.Len() {
 			return fmt.Errorf("tensor %q: shape %v does not match %d values", n, t.Shape, t.Len())
 		}
-		shape := t.Shape
-		if shape == nil {
-			shape = []int{}
+		shape := make([]int64, len(t.Shape)) // [] for a scalar, never null
+		for i, d := range t.Shape {
+			shape[i] = int64(d)
 		}
 		dt := t.DType()
 		end := off + int64(t.Len())*int64(dtypeSize[dt])

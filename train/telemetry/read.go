@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"unsafe"
 )
 
@@ -46,8 +47,19 @@ var (
 	ChunkBytes = 4 << 20
 )
 
-// maxCount bounds epoch and step numbers (as train's checkpoints do).
-const maxCount = 1 << 40
+// maxCount bounds epoch and step numbers (as train's checkpoints do):
+// 2^40, or on a 32-bit GOARCH math.MaxInt (2^31 − 1), the most an int
+// holds.
+const maxCount = min(1<<40, math.MaxInt)
+
+// maxCountText is maxCount as the errors print it: "2^40" on a 64-bit
+// GOARCH, the number on a 32-bit one.
+var maxCountText = func() string {
+	if maxCount == 1<<40 {
+		return "2^40"
+	}
+	return strconv.Itoa(maxCount)
+}()
 
 // Read parses a telemetry file (name is used in errors) with simdjson
 // (ReadSIMD) when the CPU supports it, else with encoding/json (ReadJSON).
@@ -253,7 +265,7 @@ func (h *Header) check() error {
 		return fmt.Errorf("format %q, want %q", h.Format, Format)
 	}
 	if h.Batch < 1 || h.Batch > maxCount {
-		return fmt.Errorf("batch %d must be in 1..2^40", h.Batch)
+		return fmt.Errorf("batch %d must be in 1..%s", h.Batch, maxCountText)
 	}
 	if len(h.Run) > MaxRunBytes {
 		return fmt.Errorf("run of %d bytes, want at most %d", len(h.Run), MaxRunBytes)
@@ -444,7 +456,7 @@ func (p *parser) rowName(k int) (string, int) {
 // add checks a record's epoch and step and appends it.
 func (p *parser) add(n int, rec Record, epoch, step int64) error {
 	if epoch < 1 || epoch > maxCount || step < 1 || step > maxCount {
-		return p.errf(n, "epoch %d and step %d must be in 1..2^40", epoch, step)
+		return p.errf(n, "epoch %d and step %d must be in 1..%s", epoch, step, maxCountText)
 	}
 	if k := len(p.log.Records); k > 0 {
 		prev := &p.log.Records[k-1]

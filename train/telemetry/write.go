@@ -281,14 +281,16 @@ func lineStep(b []byte) (int, bool) {
 		return 0, false
 	}
 	b = b[i+len(s):]
-	v := 0
+	// uint64: v stops growing once it passes maxCount, so v·10 + 9 stays
+	// below 2^44 and cannot wrap, even where int has 32 bits.
+	var v uint64
 	for i = 0; i < len(b) && b[i] >= '0' && b[i] <= '9' && v <= maxCount; i++ {
-		v = v*10 + int(b[i]-'0')
+		v = v*10 + uint64(b[i]-'0')
 	}
 	if i == 0 || i == len(b) || b[i] != ',' || v > maxCount {
 		return 0, false
 	}
-	return v, true
+	return int(v), true
 }
 
 // Write appends r (its step after the last one written, its shapes the
@@ -413,7 +415,7 @@ func appendRows(dst []byte, rows [][]float32) []byte {
 // values ≥ 0; WNorm nil or of GradW's shapes.
 func (h *Header) checkRecord(r *Record) error {
 	if r.Epoch < 1 || r.Epoch > maxCount || r.Step < 1 || r.Step > maxCount {
-		return fmt.Errorf("epoch %d and step %d must be in 1..2^40", r.Epoch, r.Step)
+		return fmt.Errorf("epoch %d and step %d must be in 1..%s", r.Epoch, r.Step, maxCountText)
 	}
 	if len(r.MaxNorm) != len(h.Layers) || len(r.GradW) != len(h.Layers)-1 {
 		return fmt.Errorf("%d max_norm and %d grad_w rows, the header's %d layers want %d and %d", len(r.MaxNorm), len(r.GradW), len(h.Layers), len(h.Layers), len(h.Layers)-1)
