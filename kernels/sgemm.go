@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C on row-major matrices, where
 // op(X) is X, or Xᵀ when the matching trans flag is set. op(A) is m×k, op(B)
@@ -123,6 +126,11 @@ func checkMatrix(name string, x []float32, rows, cols, ld int) error {
 	}
 	if rows == 0 || cols == 0 {
 		return nil
+	}
+	// (rows−1)·ld + cols must not wrap: a stride and a row count whose
+	// product is past what an int holds describe no slice there is.
+	if rows-1 > (math.MaxInt-cols)/ld {
+		return fmt.Errorf("kernels.Sgemm: %s of %d rows with stride %d is larger than an int can index", name, rows, ld)
 	}
 	if need := (rows-1)*ld + cols; len(x) < need {
 		return fmt.Errorf("kernels.Sgemm: %s has %d elements, a %d×%d matrix with stride %d needs %d", name, len(x), rows, cols, ld, need)

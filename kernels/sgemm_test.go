@@ -360,6 +360,8 @@ func TestSgemmBadArgs(t *testing.T) {
 		{"empty m", false, false, 0, 5, 5, nil, 5, buf, 5, nil, 5, true},
 		{"empty all", true, true, 0, 0, 0, nil, 1, nil, 1, nil, 1, true},
 		{"exact lengths", false, false, 10, 10, 10, buf, 10, buf, 10, buf, 10, true},
+		// (m−1)·ldc wraps int: the length check must not see a small need.
+		{"C rows × stride wraps", false, false, math.MaxInt/4 + 2, 1, 0, nil, 1, nil, 1, buf, 4, false},
 	}
 	forEachImpl(t, func(t *testing.T, name string) {
 		for _, tc := range cases {
