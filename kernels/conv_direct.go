@@ -274,9 +274,10 @@ func (s ConvShape) directSource(g directGeom) int {
 
 // directDataWork is the scratch of the direct data gradient: the packed
 // turned weights and the offsets of every phase, one image's wide dY and
-// the wide dx of one phase.
+// the wide dx of every phase (st², so that each row of dx is written once,
+// its phases interleaved).
 func (s ConvShape) directDataWork(g directGeom) int {
-	return g.m*g.k + g.k + s.OutC*g.plane + g.m*g.p
+	return g.m*g.k + g.k + s.OutC*g.plane + g.st*g.st*g.m*g.p
 }
 
 // directWorkSize is the scratch the direct paths need on the largest tile
@@ -415,17 +416,7 @@ func convDirectFilter(f sgemmDirectAFn, nr int, g directGeom, n int, s ConvShape
 	op := oh * ow
 	for im := 0; im < s.Batch; im++ {
 		src := s.directImage(g, x, im, buf)
-		dyn := dy[im*s.OutC*op : (im+1)*s.OutC*op]
-		for o := 0; o < s.OutC; o++ {
-			panel, j := bp[o/nr*g.p*nr:], o%nr
-			do := dyn[o*op : (o+1)*op]
-			for r := 0; r < oh; r++ {
-				row, q := do[r*ow:(r+1)*ow], r*g.wp
-				for x, v := range row {
-					panel[(q+x)*nr+j] = v
-				}
-			}
-		}
+		transposePanels(bp, dy[im*s.OutC*op:(im+1)*s.OutC*op], s.OutC, oh, ow, g.wp, g.p, nr)
 		for q0 := 0; q0 < g.p; q0 += convDirectFKC {
 			kb := min(convDirectFKC, g.p-q0)
 			beta := float32(1)
@@ -500,8 +491,11 @@ func convDirectData(f sgemmDirectFn, mr int, g directGeom, s ConvShape, dx, dy, 
 	ap, work := work[:g.m*g.k], work[g.m*g.k:]
 	offs, work := int32s(work, g.k), work[g.k:]
 	e, work := work[:s.OutC*g.plane], work[s.OutC*g.plane:]
-	out := work[:g.m*g.p]
 	st := g.st
+	var outs [4][]float32 // the wide dx of each phase
+	for ph := 0; ph < st*st; ph++ {
+		outs[ph] = work[ph*g.m*g.p : (ph+1)*g.m*g.p]
+	}
 	// The taps of phase (a, b), o-major: A[c, t] = w[o, c, ky, kx] for the
 	// t-th (o, ky, kx) with ky ≡ a, kx ≡ b (mod st), rows past InC zero,
 	// in mr-row panels; offsets step back by (ky/st)·wp + kx/st.
@@ -556,36 +550,116 @@ func convDirectData(f sgemmDirectFn, mr int, g directGeom, s ConvShape, dx, dy, 
 		k0 := 0
 		for ph := 0; ph < st*st; ph++ {
 			t := kOf[ph]
-			directGemm(f, mr, g.m, g.p, t, ap[k0*g.m:], e, offs[k0:k0+t], out)
-			k0 += t
-			if st == 1 {
-				for c := 0; c < s.InC; c++ {
-					copy(dxn[c*hw:(c+1)*hw], out[c*g.p:])
-				}
+			if t == 0 { // a kernel narrower than the stride: no tap reads this phase's dx
+				clear(outs[ph])
 				continue
 			}
-			a, b := ph/st, ph%st
-			cnt := (s.InW - b + 1) / 2
+			directGemm(f, mr, g.m, g.p, t, ap[k0*g.m:], e, offs[k0:k0+t], outs[ph])
+			k0 += t
+		}
+		if st == 1 {
 			for c := 0; c < s.InC; c++ {
-				dc, oc := dxn[c*hw:(c+1)*hw], out[c*g.p:]
-				i := 0
-				for r := a; r < s.InH; r += 2 {
-					setStrided(dc[r*s.InW+b:], oc[i*g.wp:i*g.wp+cnt], 2)
-					i++
-				}
+				copy(dxn[c*hw:(c+1)*hw], outs[0][c*g.p:])
+			}
+			continue
+		}
+		// Row r of dx is row r/2 of phases (r mod 2, 0) and (r mod 2, 1),
+		// interleaved: written once, front to back.
+		n0, n1 := (s.InW+1)/2, s.InW/2
+		for c := 0; c < s.InC; c++ {
+			dc := dxn[c*hw : (c+1)*hw]
+			for r := 0; r < s.InH; r++ {
+				at := c*g.p + r/2*g.wp
+				p0, p1 := outs[r%2*2][at:at+n0], outs[r%2*2+1][at:at+n1]
+				interleave(dc[r*s.InW:(r+1)*s.InW], p0, p1)
 			}
 		}
 	}
 }
 
-// setStrided sets dst[j·st] = src[j] for j < len(src) (st ≥ 1).
-func setStrided(dst, src []float32, st int) {
-	n := len(src)
-	if n == 0 {
-		return
+// interleave is the inverse of deinterleave: dst[2j] = d0[j] and
+// dst[2j+1] = d1[j], len(d0) = (len(dst)+1)/2 and len(d1) = len(dst)/2.
+func interleave(dst, d0, d1 []float32) {
+	j := 0
+	for ; j+4 <= len(d1); j += 4 {
+		s8 := dst[2*j : 2*j+8]
+		a, b := d0[j:j+4], d1[j:j+4]
+		s8[0], s8[1], s8[2], s8[3] = a[0], b[0], a[1], b[1]
+		s8[4], s8[5], s8[6], s8[7] = a[2], b[2], a[3], b[3]
 	}
-	dst = dst[:st*(n-1)+1]
-	for j, v := range src {
-		dst[st*j] = v
+	for ; j < len(d1); j++ {
+		dst[2*j], dst[2*j+1] = d0[j], d1[j]
+	}
+	if len(d0) > len(d1) {
+		dst[2*len(d1)] = d0[len(d1)]
+	}
+}
+
+// transposePanelBlock is the positions of a row that transposePanels moves
+// at once: a cache line of every channel's row is read, and the block's
+// nr-float rows of the panel (2 KiB at nr = 32) stay in the level-1 cache
+// while the channels are written into them.
+const transposePanelBlock = 16
+
+// transposePanels writes one image's dY (c channels of oh×ow, NCHW) into
+// the direct filter gradient's B panels bp: channel o at position
+// q = y·wp + x of panel o/nr, bp[(o/nr)·p·nr + q·nr + o%nr]. The slots of
+// the thrown-away positions (x ≥ ow) and of the channels past c are not
+// written. It is, per image,
+//
+//	for o := 0; o < c; o++ {
+//		for y := 0; y < oh; y++ {
+//			for x := 0; x < ow; x++ {
+//				bp[o/nr*p*nr+(y*wp+x)*nr+o%nr] = dy[o*oh*ow+y*ow+x]
+//			}
+//		}
+//	}
+//
+// in blocks of transposePanelBlock positions: that loop writes each
+// panel row, nr·4 bytes apart, once per channel, and ran at a third of
+// the speed of the GEMM it feeds on the deep model's first layer.
+func transposePanels(bp, dy []float32, c, oh, ow, wp, p, nr int) {
+	op := oh * ow
+	for ob := 0; ob < c; ob += nr {
+		panel := bp[ob/nr*p*nr : (ob/nr+1)*p*nr]
+		cn := min(nr, c-ob)
+		for y := 0; y < oh; y++ {
+			for x0 := 0; x0 < ow; x0 += transposePanelBlock {
+				xb := min(transposePanelBlock, ow-x0)
+				dst := panel[(y*wp+x0)*nr : (y*wp+x0+xb)*nr]
+				at := ob*op + y*ow + x0 // channel ob's block
+				j := 0
+				for ; j+8 <= cn; j += 8 { // eight channels: 32 contiguous bytes per position
+					s0 := dy[at+j*op : at+j*op+xb]
+					s1 := dy[at+(j+1)*op : at+(j+1)*op+xb][:len(s0)]
+					s2 := dy[at+(j+2)*op : at+(j+2)*op+xb][:len(s0)]
+					s3 := dy[at+(j+3)*op : at+(j+3)*op+xb][:len(s0)]
+					s4 := dy[at+(j+4)*op : at+(j+4)*op+xb][:len(s0)]
+					s5 := dy[at+(j+5)*op : at+(j+5)*op+xb][:len(s0)]
+					s6 := dy[at+(j+6)*op : at+(j+6)*op+xb][:len(s0)]
+					s7 := dy[at+(j+7)*op : at+(j+7)*op+xb][:len(s0)]
+					for t := range s0 {
+						d := dst[t*nr+j : t*nr+j+8 : t*nr+j+8]
+						d[0], d[1], d[2], d[3] = s0[t], s1[t], s2[t], s3[t]
+						d[4], d[5], d[6], d[7] = s4[t], s5[t], s6[t], s7[t]
+					}
+				}
+				for ; j+4 <= cn; j += 4 {
+					s0 := dy[at+j*op : at+j*op+xb]
+					s1 := dy[at+(j+1)*op : at+(j+1)*op+xb][:len(s0)]
+					s2 := dy[at+(j+2)*op : at+(j+2)*op+xb][:len(s0)]
+					s3 := dy[at+(j+3)*op : at+(j+3)*op+xb][:len(s0)]
+					for t := range s0 {
+						d := dst[t*nr+j : t*nr+j+4 : t*nr+j+4]
+						d[0], d[1], d[2], d[3] = s0[t], s1[t], s2[t], s3[t]
+					}
+				}
+				for ; j < cn; j++ {
+					for t, v := range dy[at+j*op : at+j*op+xb] {
+						dst[t*nr+j] = v
+					}
+				}
+			}
+		}
 	}
 }

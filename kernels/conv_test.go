@@ -98,6 +98,10 @@ var fixedConvShapes = []ConvShape{
 	// capsules' proportions): a column panel mostly padding.
 	{Batch: 1, InC: 3, InH: 7, InW: 7, OutC: 64, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 1},
 	{Batch: 1, InC: 4, InH: 9, InW: 8, OutC: 66, KH: 3, KW: 2, StrideH: 2, StrideW: 2, Groups: 2},
+	// Kernels narrower than the stride: the direct data gradient's phases
+	// without a tap (odd rows, odd columns or both) hold zeros.
+	{Batch: 2, InC: 8, InH: 9, InW: 11, OutC: 8, KH: 1, KW: 1, StrideH: 2, StrideW: 2, Groups: 1},
+	{Batch: 2, InC: 8, InH: 10, InW: 9, OutC: 16, KH: 1, KW: 3, StrideH: 2, StrideW: 2, Groups: 1},
 }
 
 // convCheckClose compares got with want element by element. The tolerance is
@@ -704,4 +708,40 @@ func TestConvArenaWork(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTransposePanels: the blocked transpose of the direct filter
+// gradient writes what its doc comment's loop writes, and nothing at the
+// thrown-away positions or past the channels, for channel counts around
+// the tile's width and rows around the block's length.
+func TestTransposePanels(t *testing.T) {
+	for _, tc := range []struct{ c, oh, ow, wp, nr int }{
+		{32, 34, 34, 40, 32}, {1, 1, 1, 1, 16}, {17, 3, 15, 16, 16}, {33, 5, 17, 20, 32},
+		{64, 7, 16, 16, 32}, {5, 2, 33, 40, 8},
+	} {
+		p := tc.oh * tc.wp
+		n := roundUp(tc.c, tc.nr)
+		dy := make([]float32, tc.c*tc.oh*tc.ow)
+		for i := range dy {
+			dy[i] = float32(i + 1)
+		}
+		want := make([]float32, p*n)
+		got := make([]float32, p*n)
+		for i := range want {
+			want[i], got[i] = -1, -1
+		}
+		for o := 0; o < tc.c; o++ {
+			for y := 0; y < tc.oh; y++ {
+				for x := 0; x < tc.ow; x++ {
+					want[o/tc.nr*p*tc.nr+(y*tc.wp+x)*tc.nr+o%tc.nr] = dy[o*tc.oh*tc.ow+y*tc.ow+x]
+				}
+			}
+		}
+		transposePanels(got, dy, tc.c, tc.oh, tc.ow, tc.wp, p, tc.nr)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%+v: element %d is %v, want %v", tc, i, got[i], want[i])
+			}
+		}
+	}
 }
