@@ -146,6 +146,10 @@ type Summary struct {
 	// Grid.Telemetry): the settings, dead capsules and training deaths of
 	// each (absent otherwise).
 	Variants []Variant `json:"variants,omitempty"`
+	// DepthTrend groups the variants with an analysis by depth (routing
+	// layers), routing kind and architecture, over their seeds, when they
+	// span at least two depths (absent otherwise; issue 28).
+	DepthTrend []DepthGroup `json:"depth_trend,omitempty"`
 }
 
 // jfloat is a float64 whose JSON null (how a result writes NaN) decodes
@@ -509,6 +513,7 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 		s.Archs = append(s.Archs, a.result(s.Routing))
 	}
 	s.Best = bestModels(s.Archs)
+	s.DepthTrend = depthTrend(s.Variants)
 	return s
 }
 

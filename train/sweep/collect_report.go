@@ -224,7 +224,8 @@ func writeMDTable(b *strings.Builder, t table) {
 // WriteMarkdown writes the summary's appendix tables as Markdown: the
 // tasks not counted, the accuracy per architecture (a column per routing
 // kind of s.kinds()), the best RBA models with their uniform baselines
-// and the sweep's other kinds, and Tables 1 and 2 of each best model.
+// and the sweep's other kinds, the optimizer variants and the depth trend
+// (when the sweep has them), and Tables 1 and 2 of each best model.
 func (s *Summary) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sweep results: %s\n\n%s\n", mdCell(s.Manifest), s.Counts())
@@ -241,6 +242,7 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 		writeMDTable(&b, s.bestTable())
 	}
 	b.WriteString(s.variantsMarkdown())
+	b.WriteString(s.depthMarkdown())
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
@@ -311,6 +313,11 @@ func (s *Summary) WriteHTML(w io.Writer) error {
 		return err
 	}
 	b.WriteString(vh)
+	dh, err := s.depthHTML()
+	if err != nil {
+		return err
+	}
+	b.WriteString(dh)
 	b.WriteString("<h2>Best models</h2>\n")
 	if len(s.Best) == 0 {
 		b.WriteString("<p>No RBA task is done yet.</p>\n")

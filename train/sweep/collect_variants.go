@@ -45,9 +45,10 @@ type Variant struct {
 	InitStd *float64 `json:"init_std,omitempty"`
 	ValAcc  float64  `json:"val_acc"`
 	EvalAcc float64  `json:"eval_acc"`
-	// Layers names the capsule layers and CDS their dead capsules on the
-	// evaluation set (empty without an analysis).
+	// Layers names the capsule layers, N their capsules and CDS their
+	// dead capsules on the evaluation set (empty without an analysis).
 	Layers []string `json:"layers,omitempty"`
+	N      []int    `json:"n,omitempty"`
 	CDS    []int    `json:"cds,omitempty"`
 	Deaths *Deaths  `json:"deaths,omitempty"`
 }
@@ -81,6 +82,7 @@ func variantOf(t Task, o outcome) Variant {
 	if o.report != nil {
 		for _, l := range o.report.Layers {
 			v.Layers = append(v.Layers, l.Name)
+			v.N = append(v.N, l.N)
 			v.CDS = append(v.CDS, l.CDS)
 		}
 	}
@@ -292,6 +294,11 @@ func (s *Summary) deathsPlot() (*plot.Plot, error) {
 	}
 	slices.Sort(xs)
 	p.X.Scale, p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogScale{}, valueTicks(xs), figure.IntTicks{}
+	if len(xs) == 1 {
+		// One coefficient (a depth sweep): gonum would widen the range
+		// by ±1, below 0 on the log axis, and panic.
+		p.X.Min, p.X.Max = xs[0]/3, xs[0]*3
+	}
 	p.Legend.Top, p.Legend.Left = true, true
 	palette := []color.RGBA{{0xd6, 0x27, 0x28, 255}, {0x1f, 0x77, 0xb4, 255}, {0x2c, 0xa0, 0x2c, 255}, {0xff, 0x7f, 0x0e, 255},
 		{0x94, 0x67, 0xbd, 255}, {0x8c, 0x56, 0x4b, 255}}
