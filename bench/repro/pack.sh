@@ -49,14 +49,28 @@ for d in "$@"; do
 		files+=("$d/telemetry.ndjson.gz")
 	elif [ -f "$d/telemetry.ndjson.gz" ] && [ "$finished" = 1 ] &&
 		! { gzip -dc "$d/telemetry.ndjson.gz" 2>/dev/null || true; } | head -n 1 | grep -q '"pool":'; then
+		shopt -s nullglob
+		parts=("$d"/telemetry.ndjson.gz.part[0-9]*)
+		shopt -u nullglob
+		echo "$d: the whole telemetry log (${#parts[@]} parts after the file) has SHA-256 $(cat "$d/telemetry.ndjson.gz" "${parts[@]}" | sha256sum | cut -c1-64)"
 		tmp=$(mktemp "$d/.telemetry.ndjson.gz.tmp-XXXXXX")
 		go run ./tools/pool -max 1000 "$d/telemetry.ndjson.gz" "$tmp"
 		chmod 644 "$tmp"
 		mv "$tmp" "$d/telemetry.ndjson.gz"
+		for p in "${parts[@]}"; do
+			git rm -q --cached --ignore-unmatch -- "$p"
+			rm -f -- "$p"
+		done
 		files+=("$d/telemetry.ndjson.gz")
 	elif [ -f "$d/telemetry.ndjson.gz" ]; then
-		files+=("$d/telemetry.ndjson.gz")
+		shopt -s nullglob
+		files+=("$d/telemetry.ndjson.gz" "$d"/telemetry.ndjson.gz.part[0-9]*)
+		shopt -u nullglob
 	fi
+	for f in "${files[@]}"; do
+		size=$(stat -c %s "$f")
+		[ "$size" -le 50000000 ] || { echo "$0: $f is $size bytes, over the 50 MB a tracked file may have (a log written before its parts existed: split it at the committed size, docs/telemetry.md)" >&2; exit 1; }
+	done
 	shopt -s nullglob
 	opts=("$d"/optimizer-*.safetensors)
 	shopt -u nullglob

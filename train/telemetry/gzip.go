@@ -36,7 +36,7 @@ var gzipMagic = [2]byte{0x1f, 0x8b}
 // Find returns the telemetry file of a run directory: FileName when it
 // exists, else GzipName when it exists, else "" (the run has none). When
 // both exist the plain file is the one a resumed run appends to, so it is
-// the newer one.
+// the newer one. Parts of a GzipName without it are an error (Parts).
 func Find(dir string) (string, error) {
 	for _, name := range []string{FileName, GzipName} {
 		path := filepath.Join(dir, name)
@@ -47,6 +47,12 @@ func Find(dir string) (string, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("telemetry: %w", err)
 		}
+	}
+	gz := filepath.Join(dir, GzipName)
+	if parts, err := Parts(gz); err != nil {
+		return "", err
+	} else if len(parts) > 0 {
+		return "", fmt.Errorf("telemetry %s: missing, but its part %s is there (a log's parts are read after it): restore it", gz, parts[0])
 	}
 	return "", nil
 }
@@ -60,25 +66,29 @@ func Find(dir string) (string, error) {
 // directory or device is refused without blocking (runfile.Open); a link
 // the caller names is followed. Closing the result closes the file.
 func Open(path string) (io.ReadCloser, error) {
-	f, err := runfile.Open(path)
+	r, c, err := openParts(path)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: %w", err)
+		return nil, err
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
+	br := bufio.NewReaderSize(r, 64<<10)
 	head, err := br.Peek(2)
 	if err != nil && err != io.EOF {
-		f.Close()
+		c.Close()
 		return nil, fmt.Errorf("telemetry %s: %w", path, err)
 	}
 	if len(head) < 2 || head[0] != gzipMagic[0] || head[1] != gzipMagic[1] {
-		return readCloser{br, f}, nil
+		if _, single := r.(*os.File); !single {
+			c.Close()
+			return nil, fmt.Errorf("telemetry %s: not gzip-compressed, yet it has parts (%s): only a compressed log goes on in parts", path, PartName(filepath.Base(path), 1))
+		}
+		return readCloser{br, c}, nil
 	}
 	zr, err := gzip.NewReader(br)
 	if err != nil {
-		f.Close()
+		c.Close()
 		return nil, fmt.Errorf("telemetry %s: gzip: %w", path, err)
 	}
-	return readCloser{gzipErrors{&cutTorn{r: zr, buf: make([]byte, 256<<10)}, path}, f}, nil
+	return readCloser{gzipErrors{&cutTorn{r: zr, buf: make([]byte, 256<<10)}, path}, c}, nil
 }
 
 // cutTorn passes on the bytes of r up to its last newline and holds back
@@ -177,6 +187,12 @@ func (g gzipErrors) Read(p []byte) (int, error) {
 func resumeGzip(dir string, h Header, step int) (w *Writer, ok bool, err error) {
 	path := filepath.Join(dir, GzipName)
 	if err := runfile.Check(path); errors.Is(err, fs.ErrNotExist) {
+		if parts, perr := Parts(path); perr != nil || len(parts) > 0 {
+			if perr == nil {
+				perr = fmt.Errorf("telemetry %s: missing, but its part %s is there: restore it, or remove the parts to start a fresh log", path, parts[0])
+			}
+			return nil, false, perr
+		}
 		return nil, false, nil
 	} else if err != nil { // a link is not followed out of the run directory
 		return nil, false, fmt.Errorf("telemetry: %w", err)
@@ -184,33 +200,43 @@ func resumeGzip(dir string, h Header, step int) (w *Writer, ok bool, err error) 
 	if ok, err := gzipHeaderIs(path, h); !ok || err != nil {
 		return nil, false, err
 	}
-	f, err := runfile.OpenFile(path, os.O_RDWR, 0)
+	s, err := openSegments(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("telemetry: %w", err)
+		return nil, false, err
 	}
-	defer f.Close()
-	p, err := gzipResumePoint(f, h, step)
-	if err == nil && p.rewrite > 0 {
-		err = atomicfile.Write(path, func(w io.Writer) error {
-			if _, err := io.Copy(w, io.NewSectionReader(f, 0, p.keep)); err != nil {
-				return err
+	defer s.close()
+	p, err := gzipResumePoint(s.reader(), h, step)
+	var i int
+	if err == nil {
+		// The segment the kept bytes end in; the later ones hold only
+		// records after the checkpoint and go, the last first.
+		var off int64
+		i, off = s.locate(p.keep, p.rewrite > 0)
+		if err = s.cutAfter(i); err == nil && p.rewrite > 0 {
+			f := s.files[i]
+			err = atomicfile.Write(s.path[i], func(w io.Writer) error {
+				if _, err := io.Copy(w, io.NewSectionReader(f, 0, off)); err != nil {
+					return err
+				}
+				// A member lies in one segment (the Writer starts a part
+				// at a member boundary).
+				zr, err := gzip.NewReader(bufio.NewReader(io.NewSectionReader(f, off, s.size[i]-off)))
+				if err != nil {
+					return err
+				}
+				zr.Multistream(false)
+				return writeMember(w, io.LimitReader(zr, p.rewrite))
+			})
+		} else if err == nil {
+			if err = s.files[i].Truncate(off); err == nil {
+				err = s.files[i].Sync()
 			}
-			zr, err := gzip.NewReader(bufio.NewReader(io.NewSectionReader(f, p.keep, 1<<62)))
-			if err != nil {
-				return err
-			}
-			zr.Multistream(false)
-			return writeMember(w, io.LimitReader(zr, p.rewrite))
-		})
-	} else if err == nil {
-		if err = f.Truncate(p.keep); err == nil {
-			err = f.Sync()
 		}
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("telemetry %s: resume at step %d (remove it to start a fresh telemetry file): %w", path, step, err)
 	}
-	w, err = open(path, h, p.last, p.wnorm, Gzip)
+	w, err = openPart(path, s.path[i], i, h, p.last, p.wnorm, Gzip)
 	return w, err == nil, err
 }
 
@@ -254,7 +280,7 @@ func (c *countingReader) ReadByte() (byte, error) {
 // step, a torn or truncated line) is kept up to its last kept line.
 // Decompressing more than UnpackLimit(h) bytes, or a damaged member, is
 // an error.
-func gzipResumePoint(f *os.File, h Header, step int) (gzipPoint, error) {
+func gzipResumePoint(f io.Reader, h Header, step int) (gzipPoint, error) {
 	limit := UnpackLimit(h)
 	cr := &countingReader{r: bufio.NewReaderSize(f, 64<<10)}
 	zr, err := gzip.NewReader(cr)

@@ -138,10 +138,12 @@ func (g *Log) Write(w io.Writer) error {
 	return nil
 }
 
-// PoolFile reads the telemetry file src (plain or gzip), max-pools it into
+// PoolFile reads the telemetry file src (plain or gzip, with its parts:
+// Open), max-pools it into
 // at most maxRecords records (Log.Pool with PoolWindow) and writes the
 // result gzip-compressed to dst atomically (temporary file, fsync,
-// rename). dst must not be src. It returns the pooled log.
+// rename). dst must not be src, nor have parts beside it. It returns the
+// pooled log.
 func PoolFile(src, dst string, maxRecords int) (*Log, error) {
 	if maxRecords < 1 {
 		return nil, fmt.Errorf("telemetry: pool %s: at most %d records, must be ≥ 1", src, maxRecords)
@@ -149,6 +151,12 @@ func PoolFile(src, dst string, maxRecords int) (*Log, error) {
 	if same, err := sameFile(src, dst); err != nil || same {
 		if err == nil {
 			err = fmt.Errorf("is the file to pool")
+		}
+		return nil, fmt.Errorf("telemetry: pool %s into %s: %w", src, dst, err)
+	}
+	if parts, err := Parts(dst); err != nil || len(parts) > 0 {
+		if err == nil {
+			err = fmt.Errorf("%s is beside it and would be read after the pooled log: remove the parts, or write elsewhere", parts[0])
 		}
 		return nil, fmt.Errorf("telemetry: pool %s into %s: %w", src, dst, err)
 	}

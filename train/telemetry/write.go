@@ -93,6 +93,11 @@ type Writer struct {
 	zw *gzip.Writer
 	bw *bufio.Writer
 	n  int
+	// Gzip form: base is the log's GzipName, part the number of the part
+	// (PartName) that f is (0: base itself), sw counts f's bytes.
+	base string
+	part int
+	sw   *sizeWriter
 }
 
 // Create starts a fresh telemetry file of form form in dir (replacing
@@ -100,7 +105,8 @@ type Writer struct {
 // rename; in Gzip form as a gzip member of its own), records are
 // appended after it. The other form's file of an earlier run in dir, a
 // regular file, is removed, so that it is not found (Find) or continued
-// in place of this one.
+// in place of this one, and so are the parts (PartName) of an earlier
+// GzipName.
 func Create(dir string, h Header, form Form) (*Writer, error) {
 	path := filepath.Join(dir, form.Name())
 	if err := h.check(); err != nil {
@@ -120,6 +126,12 @@ func Create(dir string, h Header, form Form) (*Writer, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	// The parts of an earlier run's compressed log, after this run's
+	// GzipName replaced it or before its GzipName goes: neither may be
+	// read after the new file.
+	if err := removeParts(filepath.Join(dir, GzipName)); err != nil {
+		return nil, err
 	}
 	other := filepath.Join(dir, (1 - form).Name())
 	if err := runfile.Check(other); err == nil {
@@ -146,13 +158,25 @@ func writeMember(w io.Writer, r io.Reader) error {
 // last is the step of its last record, wnorm whether its records hold
 // w_norm (Writer.wnorm).
 func open(path string, h Header, last int, wnorm int8, form Form) (*Writer, error) {
+	return openPart(path, path, 0, h, last, wnorm, form)
+}
+
+// openPart opens the telemetry file at path, the part-th part (0: the
+// file itself) of the log base, for appending (see open).
+func openPart(base, path string, part int, h Header, last int, wnorm int8, form Form) (*Writer, error) {
 	f, err := runfile.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	w := &Writer{f: f, path: path, h: h, last: last, wnorm: wnorm}
 	if form == Gzip {
-		w.bw = bufio.NewWriterSize(f, 64<<10)
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+		w.base, w.part, w.sw = base, part, &sizeWriter{f: f, n: st.Size()}
+		w.bw = bufio.NewWriterSize(w.sw, 64<<10)
 		w.zw = gzip.NewWriter(w.bw)
 	}
 	return w, nil
@@ -324,6 +348,11 @@ func (w *Writer) Write(r *Record) error {
 		return nil
 	}
 	if w.n == 0 {
+		if w.sw.n >= PartBytes {
+			if err := w.nextPart(); err != nil {
+				return err
+			}
+		}
 		w.zw.Reset(w.bw)
 	}
 	if _, err := w.zw.Write(w.buf); err != nil {

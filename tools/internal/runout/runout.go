@@ -4,6 +4,7 @@
 package runout
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,6 +36,13 @@ func Wrote(w io.Writer, dir string) {
 		{telemetry.FileName, "telemetry, NDJSON"}, {telemetry.GzipName, "telemetry, gzip-compressed NDJSON"}} {
 		if p := filepath.Join(dir, f.name); exists(p) {
 			cli.Wrote(w, p, f.note)
+			if f.name != telemetry.GzipName {
+				continue
+			}
+			parts, _ := telemetry.Parts(p) // a bad part's error is the reader's to give
+			for k, part := range parts {
+				cli.Wrote(w, part, fmt.Sprintf("telemetry, part %d, read after %s", k+1, telemetry.GzipName))
+			}
 		}
 	}
 }
