@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/capstan-ml/capstan/asm"
 )
@@ -37,8 +38,20 @@ func (p *PackedI8) K() int { return p.k }
 func (p *PackedI8) Bytes() int { return len(p.data) + 4*len(p.corr) }
 
 // maxI8Dim bounds n and k of PackI8 and the products of GemmI8 so that
-// every index and the packed size fit an int on 64-bit targets.
+// every index and the packed size fit an int on 64-bit targets; on 32-bit
+// ones a shape within it may still need more than an int can index, which
+// i8Span and PackI8's size check refuse.
 const maxI8Dim = 1 << 30
+
+// i8Span is the number of elements a rows×cols matrix with row stride ld
+// spans, (rows−1)·ld + cols, and whether that fits an int (rows, cols ≥ 1,
+// ld ≥ 1): where int has 32 bits, dimensions of up to maxI8Dim can wrap.
+func i8Span(rows, cols, ld int) (int, bool) {
+	if rows-1 > (math.MaxInt-cols)/ld {
+		return 0, false
+	}
+	return (rows-1)*ld + cols, true
+}
 
 // PackI8 packs the n×k int8 matrix b (row stride ldb ≥ k) for
 // GemmI8Packed. It returns an error (never panics) when a dimension is
@@ -50,12 +63,21 @@ func PackI8(n, k int, b []int8, ldb int) (*PackedI8, error) {
 	if ldb < max(k, 1) || ldb > maxI8Dim {
 		return nil, fmt.Errorf("kernels.PackI8: ldb=%d for k=%d", ldb, k)
 	}
-	if n > 0 && k > 0 && len(b) < (n-1)*ldb+k {
-		return nil, fmt.Errorf("kernels.PackI8: b has %d values, n=%d, k=%d, ldb=%d need %d", len(b), n, k, ldb, (n-1)*ldb+k)
+	if n > 0 && k > 0 {
+		need, ok := i8Span(n, k, ldb)
+		if !ok {
+			return nil, fmt.Errorf("kernels.PackI8: b of %d rows with stride %d is larger than an int can index", n, ldb)
+		}
+		if len(b) < need {
+			return nil, fmt.Errorf("kernels.PackI8: b has %d values, n=%d, k=%d, ldb=%d need %d", len(b), n, k, ldb, need)
+		}
 	}
 	const bc = asm.I8BlockCols
 	blocks := (n + bc - 1) / bc
 	p := &PackedI8{n: n, k: k, groups: (k + 3) / 4}
+	if p.groups > math.MaxInt/asm.I8GroupBytes || (p.groups > 0 && blocks > math.MaxInt/(p.groups*asm.I8GroupBytes)) {
+		return nil, fmt.Errorf("kernels.PackI8: %d×%d weights pack into more bytes than an int can index", n, k)
+	}
 	p.data = make([]int8, blocks*p.groups*asm.I8GroupBytes)
 	p.corr = make([]int32, blocks*bc)
 	for j := range n {
@@ -85,11 +107,21 @@ func gemmI8Check(fn string, m, n, k int, a []int8, lda int, c []int32, ldc int) 
 	if m == 0 || n == 0 {
 		return nil
 	}
-	if k > 0 && len(a) < (m-1)*lda+k {
-		return fmt.Errorf("kernels.%s: a has %d values, m=%d, k=%d, lda=%d need %d", fn, len(a), m, k, lda, (m-1)*lda+k)
+	if k > 0 {
+		need, ok := i8Span(m, k, lda)
+		if !ok {
+			return fmt.Errorf("kernels.%s: a of %d rows with stride %d is larger than an int can index", fn, m, lda)
+		}
+		if len(a) < need {
+			return fmt.Errorf("kernels.%s: a has %d values, m=%d, k=%d, lda=%d need %d", fn, len(a), m, k, lda, need)
+		}
 	}
-	if len(c) < (m-1)*ldc+n {
-		return fmt.Errorf("kernels.%s: c has %d values, m=%d, n=%d, ldc=%d need %d", fn, len(c), m, n, ldc, (m-1)*ldc+n)
+	need, ok := i8Span(m, n, ldc)
+	if !ok {
+		return fmt.Errorf("kernels.%s: c of %d rows with stride %d is larger than an int can index", fn, m, ldc)
+	}
+	if len(c) < need {
+		return fmt.Errorf("kernels.%s: c has %d values, m=%d, n=%d, ldc=%d need %d", fn, len(c), m, n, ldc, need)
 	}
 	return nil
 }
@@ -121,8 +153,14 @@ func GemmI8(m, n, k int, a []int8, lda int, b []int8, ldb int, c []int32, ldc in
 	if ldb < max(k, 1) || ldb > maxI8Dim {
 		return fmt.Errorf("kernels.GemmI8: ldb=%d for k=%d", ldb, k)
 	}
-	if n > 0 && k > 0 && len(b) < (n-1)*ldb+k {
-		return fmt.Errorf("kernels.GemmI8: b has %d values, n=%d, k=%d, ldb=%d need %d", len(b), n, k, ldb, (n-1)*ldb+k)
+	if n > 0 && k > 0 {
+		need, ok := i8Span(n, k, ldb)
+		if !ok {
+			return fmt.Errorf("kernels.GemmI8: b of %d rows with stride %d is larger than an int can index", n, ldb)
+		}
+		if len(b) < need {
+			return fmt.Errorf("kernels.GemmI8: b has %d values, n=%d, k=%d, ldb=%d need %d", len(b), n, k, ldb, need)
+		}
 	}
 	if m == 0 || n == 0 || k == 0 {
 		return nil

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -167,6 +168,30 @@ func TestGemmI8Errors(t *testing.T) {
 	}
 	if _, err := PackI8(3, -1, b, 4); err == nil {
 		t.Error("PackI8 with k < 0: no error")
+	}
+	// Shapes within maxI8Dim whose span wraps a 32-bit int: an error
+	// there, never an index past the slice (on 64-bit targets the span
+	// fits and the short slices are the error).
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"a span past an int", GemmI8(maxI8Dim, 1, 1, a, maxI8Dim, b, 1, c, 1)},
+		{"c span past an int", GemmI8(maxI8Dim, 1, 1, a, 1, b, 1, c, maxI8Dim)},
+		{"b span past an int", GemmI8(1, maxI8Dim, 1, a, 1, b, maxI8Dim, c, maxI8Dim)},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	if _, err := PackI8(maxI8Dim, 1, b, maxI8Dim); err == nil {
+		t.Error("PackI8 of a b whose span passes an int: no error")
+	}
+	if n, ok := i8Span(3, 4, 5); n != 14 || !ok {
+		t.Errorf("i8Span(3, 4, 5) = %d, %v, want 14, true", n, ok)
+	}
+	if _, ok := i8Span(math.MaxInt/2, 3, 3); ok {
+		t.Error("i8Span of a wrapping span: ok")
 	}
 	p, err := PackI8(3, 4, b, 4)
 	if err != nil {
