@@ -196,7 +196,7 @@ func (ck *Checkpoint) Params(cfg *Config) (*Params, error) {
 // PyTorch layouts once. A checkpoint that names its model must name p's
 // exact configuration; every parameter must be present with its shape and
 // finite values, and no other tensor may be (a checkpoint of another
-// model). On error p is unchanged.
+// model). On error p is unchanged; on success p is marked Modified.
 func (p *Params) Load(ck *Checkpoint) error {
 	if ck.HasConfig() && ck.Config.JSON() != p.Config.JSON() {
 		if ck.Config.Name == p.Config.Name {
@@ -236,7 +236,7 @@ func (p *Params) load(ts map[string]safetensors.Tensor, source string) error {
 		}
 	}
 	for _, q := range p.List {
-		q.FromTorch(ts[q.Name].Data)
+		q.FromTorch(ts[q.Name].Data) // marks p Modified
 	}
 	return nil
 }

@@ -17,7 +17,9 @@ import (
 // own gradient buffers, which the trainer reduces in a fixed order.
 //
 // An inference Net (NewInferenceNet) has no gradient buffers at all: its
-// arena holds only activations and scratch, and Backward returns an error.
+// arena holds only activations, scratch and a packed copy of the
+// convolutions' weights (refreshed after Params.Modified), and Backward
+// returns an error.
 //
 // The arena's memory plan follows the buffers' lifetimes over the forward
 // and backward schedules (graph.Arena.SealShared): an activation no later
@@ -89,6 +91,12 @@ type convLayer struct {
 	// split is the second half of the output channels when the forward
 	// runs on two threads (SetConvThreads), else nil.
 	split *convSplit
+	// pw is the packed copy of the weights (graph.Packed) of an inference
+	// Net, nil in a training Net, with InferenceOptions.NoPackedWeights
+	// and where the shape has nothing to pack (depthwise); pack says what
+	// it holds.
+	pw   *graph.Buf
+	pack convPack
 }
 
 type primaryLayer struct {
@@ -131,10 +139,33 @@ type fcLayer struct {
 func NewNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, false, planShared) }
 
 // NewInferenceNet compiles a forward-only Net of the given batch size over
-// p: no gradient buffers (the arena holds activations and scratch only, the
-// memory an inference on a board needs), the decoder masked by the
-// predicted class, and no Backward.
-func NewInferenceNet(p *Params, batch int) (*Net, error) { return newNet(p, batch, true, planShared) }
+// p: no gradient buffers (the arena holds activations, scratch and a
+// packed copy of the convolutions' weights only, the memory an inference
+// on a board needs), the decoder masked by the predicted class, and no
+// Backward. It is NewInferenceNetOptions with the zero InferenceOptions:
+// the weights are packed once (kernels.PackConv) and packed again at the
+// start of a Forward after Params.Modified.
+func NewInferenceNet(p *Params, batch int) (*Net, error) {
+	return NewInferenceNetOptions(p, batch, InferenceOptions{})
+}
+
+// InferenceOptions are the options of NewInferenceNetOptions.
+type InferenceOptions struct {
+	// NoPackedWeights makes the convolutions pack their weights on every
+	// call, as a training Net's do, instead of reading a packed copy: the
+	// arena holds no copy (less memory, more time per Forward), and
+	// Params.Modified need not be called. The results are the same bits
+	// either way.
+	NoPackedWeights bool
+}
+
+// NewInferenceNetOptions is NewInferenceNet with options.
+func NewInferenceNetOptions(p *Params, batch int, o InferenceOptions) (*Net, error) {
+	if p == nil {
+		return nil, fmt.Errorf("capsnet: inference net: no parameters")
+	}
+	return newNetPacked(p, batch, true, planShared, !o.NoPackedWeights)
+}
 
 // MaxBatch bounds the batch of one Net (one replica), checked before
 // anything is allocated; the memory limit of one model (MaxModelBytes, see
@@ -161,7 +192,14 @@ func CheckBatch(what string, batch int) error {
 	return nil
 }
 
+// newNet compiles a Net; an inference Net packs its convolutions' weights.
 func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
+	return newNetPacked(p, batch, inference, mode, inference)
+}
+
+// newNetPacked is newNet with the packed weights of an inference Net on
+// (pack) or off.
+func newNetPacked(p *Params, batch int, inference bool, mode planMode, pack bool) (*Net, error) {
 	if err := CheckBatch("capsnet", batch); err != nil {
 		return nil, err
 	}
@@ -189,7 +227,7 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 	}
 	in := l.Convs[0].Shape
 	n.x = a.Alloc("x", graph.Activation, batch, in.InC, in.InH, in.InW)
-	if err := n.compileConvs(a, gradOf); err != nil {
+	if err := n.compileConvs(a, gradOf, pack && inference); err != nil {
 		return nil, err
 	}
 	n.compileCaps(a, gradOf)
@@ -207,8 +245,9 @@ func newNet(p *Params, batch int, inference bool, mode planMode) (*Net, error) {
 	return n, nil
 }
 
-// compileConvs compiles the convolutions and the primary capsules.
-func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf) error {
+// compileConvs compiles the convolutions and the primary capsules, with a
+// packed copy of each convolution's weights when pack (see packedLen).
+func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf, pack bool) error {
 	l, p, B := n.P.Layout, n.P, n.Batch
 	x, dx := n.x, (*graph.Buf)(nil)
 	for _, cv := range l.Convs {
@@ -220,6 +259,11 @@ func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf) error {
 		L.work = a.Alloc(cv.Name+".work", graph.Scratch, sh.ArenaWorkSize())
 		L.bwork = a.AllocBackward(cv.Name+".bwork", graph.Scratch, sh.ArenaWorkSize())
 		L.dw, L.db = gradOf[L.w], gradOf[L.b]
+		if pack {
+			if size := packedLen(sh); size > 0 {
+				L.pw = a.Alloc(cv.Name+".packed", graph.Packed, size)
+			}
+		}
 		L.y = a.Alloc(cv.Name+".y", graph.Activation, B, sh.OutC, sh.OutH(), sh.OutW())
 		L.dy = a.Alloc(cv.Name+".dy", graph.ActGrad, B, sh.OutC, sh.OutH(), sh.OutW())
 		n.convs = append(n.convs, L)
@@ -509,7 +553,7 @@ func (L *fcLayer) fcFLOPs() float64 { return 2 * float64(L.batch) * float64(L.in
 func (n *Net) scheduleForward() {
 	f := stepAdder(&n.forward)
 	for _, L := range n.convs {
-		f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf), bufs(L.y, L.work))
+		f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf, L.pw), bufs(L.y, L.work, L.pw))
 	}
 	lastY := n.convs[len(n.convs)-1].y
 	f("primary capsules", 0, n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))

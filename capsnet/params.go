@@ -3,6 +3,7 @@ package capsnet
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
@@ -22,7 +23,12 @@ const (
 type Param struct {
 	Name       string
 	TorchShape []int
-	Buf        *graph.Buf
+	// Buf holds the values. Code that writes them directly (rather than
+	// through Params.Init, Params.Load or FromTorch, or the trainer's
+	// optimizer step) must call Params.Modified afterwards: inference Nets
+	// read their convolutions' weights from a packed copy, refreshed only
+	// then.
+	Buf *graph.Buf
 	// Trainable is false for tensors kept only for PyTorch compatibility:
 	// Sabour's fixed zero prior and the unused prior of uniform routing. The
 	// optimizer skips them and their gradient stays zero.
@@ -32,6 +38,9 @@ type Param struct {
 	Role ParamRole
 	kind paramKind
 	init ParamInit
+	// owner is the Params the parameter belongs to (FromTorch marks it
+	// Modified).
+	owner *Params
 }
 
 // ParamRole says what a parameter is in the model.
@@ -190,6 +199,14 @@ func votesInit(cc CapsConfig, cl CapsLayer) ParamInit {
 
 // Params holds every parameter of a model in one arena, shared read-only by
 // the data-parallel replicas of a training step.
+//
+// Inference Nets (NewInferenceNet) keep their convolutions' weights packed
+// in the layout the kernels read (kernels.PackConv) and repack them before
+// a Forward when the parameters changed since: whoever writes parameter
+// data must say so with Modified. Init, Load, Param.FromTorch and the
+// trainer's Adam step do; code that writes Param.Buf's data itself must
+// call Modified before the next Forward of an inference Net, which
+// otherwise computes with the old weights.
 type Params struct {
 	Config Config
 	Geo    Geometry
@@ -198,7 +215,21 @@ type Params struct {
 	Arena  *graph.Arena
 	List   []*Param
 	byName map[string]*Param
+	// gen counts the calls of Modified: an inference Net whose packed
+	// weights were packed at another count repacks them.
+	gen atomic.Uint64
 }
+
+// Modified marks the parameters' data as changed: every inference Net
+// compiled over p repacks its packed weights (kernels.PackConv) at the
+// start of its next Forward. Init, Load, Param.FromTorch and the
+// trainer's optimizer step call it; code that writes Param.Buf's data
+// directly must call it afterwards. It is cheap (one atomic increment)
+// and safe for concurrent use, but must not run during a Forward over p.
+func (p *Params) Modified() { p.gen.Add(1) }
+
+// generation is the count of Modified calls (see Net.repack).
+func (p *Params) generation() uint64 { return p.gen.Load() }
 
 // NewParams declares the parameters of cfg (zero-filled; see Init). A
 // config whose parameters need more than the memory limit of one model
@@ -227,7 +258,7 @@ func (l *Layout) newParams(planOnly bool) (*Params, error) {
 	}
 	p := &Params{Config: cfg, Geo: l.Geo, Layout: l, Arena: graph.NewArena(), byName: map[string]*Param{}}
 	for _, sp := range l.Params {
-		q := &Param{Name: sp.Name, TorchShape: sp.TorchShape, Role: sp.Role, kind: sp.Role.kind(), Trainable: sp.Trainable, init: sp.Init}
+		q := &Param{Name: sp.Name, TorchShape: sp.TorchShape, Role: sp.Role, kind: sp.Role.kind(), Trainable: sp.Trainable, init: sp.Init, owner: p}
 		q.Buf = p.Arena.Alloc(sp.Name, graph.Param, sp.TorchShape...)
 		p.List = append(p.List, q)
 		p.byName[sp.Name] = q
@@ -260,9 +291,13 @@ func (q *Param) ToTorch(dst []float32) {
 	toTorch(q.kind, q.TorchShape, q.Buf.Data(), dst)
 }
 
-// FromTorch loads the parameter from src in PyTorch layout.
+// FromTorch loads the parameter from src in PyTorch layout and marks its
+// Params Modified.
 func (q *Param) FromTorch(src []float32) {
 	fromTorch(q.kind, q.TorchShape, src, q.Buf.Data())
+	if q.owner != nil {
+		q.owner.Modified()
+	}
 }
 
 // toTorch converts an internal-layout tensor (a parameter or its gradient)

@@ -68,17 +68,23 @@ func (n *Net) SetConvThreads(threads int) error {
 		return nil
 	}
 	for _, L := range n.convs {
-		if L.split != nil || L.sh.OutC < 16 || L.sh.Groups != 1 || L.sh.FLOPs() < convSplitMinFLOPs {
+		if L.split != nil {
 			continue
 		}
-		lo := (L.sh.OutC/2 + 7) / 8 * 8 // a multiple of the SGEMM tiles' rows
-		s := &convSplit{lo: lo, sh1: L.sh, sh2: L.sh}
-		s.sh1.OutC, s.sh2.OutC = lo, L.sh.OutC-lo
+		lo, sh1, sh2, ok := convSplitShapes(L.sh)
+		if !ok {
+			continue
+		}
+		s := &convSplit{lo: lo, sh1: sh1, sh2: sh2}
 		s.work = make([]float32, s.sh2.ArenaWorkSize())
 		k := L.sh.WLen() / L.sh.OutC
 		p := L.sh.OutH() * L.sh.OutW()
-		conv := convFunc(L)
+		conv, convP := convFunc(L), convPackedFunc(L)
 		s.run = func() {
+			if L.pack.usable(true) {
+				s.err = convP(s.sh2, L.y.Data()[lo*p:], L.x.Data(), L.pack.h2, L.b.Buf.Data()[lo:], s.work)
+				return
+			}
 			s.err = conv(s.sh2, L.y.Data()[lo*p:], L.x.Data(), L.w.Buf.Data()[lo*k:], L.b.Buf.Data()[lo:], s.work)
 		}
 		L.split = s
@@ -103,6 +109,20 @@ func (n *Net) Close() {
 	}
 }
 
+// convSplitShapes returns where SetConvThreads(2) splits the convolution
+// sh (at batch 1) and the shapes of its two halves, ok false where it
+// stays whole: fewer than 16 output channels, groups, or less work than
+// convSplitMinFLOPs.
+func convSplitShapes(sh kernels.ConvShape) (lo int, sh1, sh2 kernels.ConvShape, ok bool) {
+	if sh.OutC < 16 || sh.Groups != 1 || sh.FLOPs() < convSplitMinFLOPs {
+		return 0, sh, sh, false
+	}
+	lo = (sh.OutC/2 + 7) / 8 * 8 // a multiple of the SGEMM tiles' rows
+	sh1, sh2 = sh, sh
+	sh1.OutC, sh2.OutC = lo, sh.OutC-lo
+	return lo, sh1, sh2, true
+}
+
 // convFunc is the convolution of layer L: with its ReLU fused, or not.
 func convFunc(L *convLayer) func(sh kernels.ConvShape, y, x, w, bias, work []float32) error {
 	if L.ReLU {
@@ -111,18 +131,138 @@ func convFunc(L *convLayer) func(sh kernels.ConvShape, y, x, w, bias, work []flo
 	return kernels.ConvForward
 }
 
-// convForward runs layer L's convolution: whole, or in two halves at once.
+// convPackedFunc is convFunc on packed weights.
+func convPackedFunc(L *convLayer) func(sh kernels.ConvShape, y, x []float32, p kernels.ConvPacked, bias, work []float32) error {
+	if L.ReLU {
+		return kernels.ConvForwardPackedReLU
+	}
+	return kernels.ConvForwardPacked
+}
+
+// convForward runs layer L's convolution: whole, or in two halves at once;
+// on its packed weights where it has them, packed first if they are not
+// up to date (repack).
 func (n *Net) convForward(L *convLayer) error {
-	conv := convFunc(L)
 	s := L.split
-	if s == nil || n.help == nil {
-		return conv(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
+	split := s != nil && n.help != nil
+	if err := n.repack(L, split); err != nil {
+		return err
+	}
+	if !split {
+		if L.pack.usable(false) {
+			return convPackedFunc(L)(L.sh, L.y.Data(), L.x.Data(), L.pack.whole, L.b.Buf.Data(), L.work.Data())
+		}
+		return convFunc(L)(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
 	}
 	n.help.req <- s
-	err := conv(s.sh1, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
+	var err error
+	if L.pack.usable(true) {
+		err = convPackedFunc(L)(s.sh1, L.y.Data(), L.x.Data(), L.pack.h1, L.b.Buf.Data(), L.work.Data())
+	} else {
+		err = convFunc(L)(s.sh1, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
+	}
 	<-n.help.done
 	if err != nil {
 		return err
 	}
 	return s.err
+}
+
+// Packed weights: an inference Net keeps a copy of each convolution's
+// weights in the layout its forward reads (kernels.PackConv), in a
+// graph.Packed buffer of its arena, so that the convolutions do not pack
+// them on every call (at batch 1, 17% of Sabour's forward). The copy is
+// made at the first Forward and again at the start of a Forward after
+// Params.Modified, after kernels.Use switched to an implementation that
+// reads another layout, and when SetConvThreads changes the halves the
+// convolution runs in (each half has its packing of its own). The results
+// are the same bits as on the unpacked weights.
+
+// convPack is what a layer's packed buffer holds.
+type convPack struct {
+	valid bool   // packed at generation gen, split as split
+	gen   uint64 // the Params generation packed (Params.Modified)
+	split bool   // packed as SetConvThreads' two halves (h1, h2), else whole
+	// ok is false where the buffer holds nothing usable: the halves of a
+	// split that packedLen did not plan for (convSplitMinFLOPs changed).
+	ok     bool
+	whole  kernels.ConvPacked
+	h1, h2 kernels.ConvPacked
+}
+
+// usable reports whether the packed weights of the arrangement (split or
+// whole) can be read.
+func (pk *convPack) usable(split bool) bool { return pk.valid && pk.ok && pk.split == split }
+
+// current reports whether the packed weights are in the layout the
+// implementation in use reads (kernels.ConvPacked.Current; true when
+// nothing is packed).
+func (pk *convPack) current() bool {
+	switch {
+	case !pk.ok:
+		return true
+	case pk.split:
+		return pk.h1.Current() && pk.h2.Current()
+	}
+	return pk.whole.Current()
+}
+
+// packedLen is the size of the packed buffer of the convolution sh in an
+// inference Net: its packed weights (0 where there is nothing to pack) or,
+// at batch 1 where SetConvThreads(2) would split it, those of its two
+// halves if they need more.
+func packedLen(sh kernels.ConvShape) int {
+	n := sh.PackedSize()
+	if n == 0 {
+		return 0
+	}
+	if _, sh1, sh2, ok := convSplitShapes(sh); ok && sh.Batch == 1 {
+		n = max(n, sh1.PackedSize()+sh2.PackedSize())
+	}
+	return n
+}
+
+// repack packs layer L's weights into its packed buffer, whole or as the
+// two halves of a split, unless they are already packed that way from the
+// current parameters (Params.Modified) in the layout of the implementation
+// in use. A layer without a packed buffer is left alone. It does not
+// allocate.
+func (n *Net) repack(L *convLayer, split bool) error {
+	if L.pw == nil {
+		return nil
+	}
+	pk := &L.pack
+	gen := n.P.generation()
+	if pk.valid && pk.gen == gen && pk.split == split && pk.current() {
+		return nil
+	}
+	buf, w := L.pw.Data(), L.w.Buf.Data()
+	*pk = convPack{valid: true, gen: gen, split: split}
+	if !split {
+		if L.sh.PackedSize() > len(buf) {
+			return nil
+		}
+		p, err := kernels.PackConv(L.sh, buf, w)
+		if err != nil {
+			return fmt.Errorf("capsnet: packing the weights of %s: %w", L.Name, err)
+		}
+		pk.whole, pk.ok = p, true
+		return nil
+	}
+	s := L.split
+	n1, n2 := s.sh1.PackedSize(), s.sh2.PackedSize()
+	if n1+n2 > len(buf) {
+		return nil
+	}
+	h1, err := kernels.PackConv(s.sh1, buf[:n1], w)
+	if err != nil {
+		return fmt.Errorf("capsnet: packing the weights of %s: %w", L.Name, err)
+	}
+	k := L.sh.WLen() / L.sh.OutC
+	h2, err := kernels.PackConv(s.sh2, buf[n1:n1+n2], w[s.lo*k:])
+	if err != nil {
+		return fmt.Errorf("capsnet: packing the weights of %s: %w", L.Name, err)
+	}
+	pk.h1, pk.h2, pk.ok = h1, h2, true
+	return nil
 }

@@ -25,10 +25,15 @@ const (
 	Scratch
 	// State is optimizer state (Adam moments).
 	State
+	// Packed is a copy of parameters in the layout a kernel reads (an
+	// inference graph's convolution weights packed once, see
+	// kernels.PackConv): written when the parameters change, read by every
+	// pass, so pinned like Param (never shared by the memory plan).
+	Packed
 	numKinds
 )
 
-var kindNames = [...]string{"params", "grads", "activations", "activation grads", "scratch", "optimizer state"}
+var kindNames = [...]string{"params", "grads", "activations", "activation grads", "scratch", "optimizer state", "packed weights"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -222,8 +227,8 @@ func align(n int) int { return (n + 15) &^ 15 }
 
 // Pin keeps buffers alive for the whole step in a shared plan (SealShared):
 // the input, and what a model exposes to its callers after a pass. nil
-// buffers are ignored. Parameters, gradients and optimizer state are always
-// pinned.
+// buffers are ignored. Parameters, packed weights, gradients and optimizer
+// state are always pinned.
 func (a *Arena) Pin(bufs ...*Buf) {
 	for _, b := range bufs {
 		if b != nil {
@@ -268,11 +273,12 @@ func (a *Arena) bind() {
 // schedules, run in that order (e.g. forward, backward): every buffer a step
 // lists in Reads or Writes lives from the first to the last such step over
 // the concatenated schedules (buffers of other arenas, such as shared
-// parameters, are ignored); parameters, gradients, optimizer state, pinned
-// buffers (Pin) and buffers no step uses live for the whole step. Buffers
-// are placed largest first (declaration order breaks ties) at the lowest
-// 64-byte aligned offset that overlaps no placed buffer whose lifetime meets
-// its own, so buffers with disjoint lifetimes share memory. The plan is then
+// parameters, are ignored); parameters, packed weights, gradients,
+// optimizer state, pinned buffers (Pin) and buffers no step uses live for
+// the whole step. Buffers are placed largest first (declaration order
+// breaks ties) at the lowest 64-byte aligned offset that overlaps no
+// placed buffer whose lifetime meets its own, so buffers with disjoint
+// lifetimes share memory. The plan is then
 // checked with Validate.
 //
 // Every step must declare every buffer it touches and write a buffer before
@@ -306,7 +312,7 @@ func (a *Arena) SealShared(phases ...Schedule) error {
 	}
 	a.steps = t
 	for _, b := range a.bufs {
-		if b.pinned || b.Kind == Param || b.Kind == Grad || b.Kind == State || b.last < 0 {
+		if b.pinned || b.Kind == Param || b.Kind == Packed || b.Kind == Grad || b.Kind == State || b.last < 0 {
 			b.pinned = true
 			b.first, b.last = 0, max(t-1, 0)
 		}
@@ -426,7 +432,8 @@ func (a *Arena) Bytes() int64 { return int64(a.size) * 4 }
 
 // Zero clears every buffer of the given kind. After SealShared, clearing a
 // kind whose buffers share memory (activations, scratch) clobbers the
-// buffers that share it; the pinned kinds (Param, Grad, State) are safe.
+// buffers that share it; the pinned kinds (Param, Packed, Grad, State) are
+// safe.
 func (a *Arena) Zero(kind Kind) {
 	for _, b := range a.bufs {
 		if b.Kind == kind {

@@ -14,8 +14,8 @@ import (
 // is clipped so an append cannot run into the next buffer.
 func TestArenaLayout(t *testing.T) {
 	a := NewArena()
-	shapes := [][]int{{3}, {16}, {17}, {2, 5, 7}, {0}, {1}, {33, 1}}
-	kinds := []Kind{Param, Grad, Activation, ActGrad, Scratch, State, Param}
+	shapes := [][]int{{3}, {16}, {17}, {2, 5, 7}, {0}, {1}, {33, 1}, {5}}
+	kinds := []Kind{Param, Grad, Activation, ActGrad, Scratch, State, Param, Packed}
 	var bufs []*Buf
 	for i, s := range shapes {
 		bufs = append(bufs, a.Alloc(string(rune('a'+i)), kinds[i], s...))
@@ -152,8 +152,13 @@ func TestPlanAndZero(t *testing.T) {
 	if l := a.Largest(2); len(l) != 2 || l[0] != s || l[1] != h {
 		t.Errorf("Largest(2) = %v", l)
 	}
-	if Kind(99).String() != "kind(99)" || State.String() != "optimizer state" {
-		t.Errorf("kind names: %q %q", Kind(99), State)
+	if Kind(99).String() != "kind(99)" || State.String() != "optimizer state" || Packed.String() != "packed weights" {
+		t.Errorf("kind names: %q %q %q", Kind(99), State, Packed)
+	}
+	for k := Kind(0); k < numKinds; k++ {
+		if s := k.String(); s == "" || strings.HasPrefix(s, "kind(") {
+			t.Errorf("kind %d has no name", int(k))
+		}
 	}
 }
 
@@ -487,4 +492,36 @@ func uintptrOf[T any](s []T) uintptr {
 		return 0
 	}
 	return uintptr(unsafe.Pointer(&s[0]))
+}
+
+// TestPackedPinned: a Packed buffer (packed weights) that one step lists
+// lives for the whole step like a Param, shares memory with nothing, and
+// the plan reports its bytes under its own kind.
+func TestPackedPinned(t *testing.T) {
+	ar := NewArena()
+	x := ar.Alloc("x", Activation, 64)
+	pk := ar.Alloc("pk", Packed, 48)
+	y := ar.Alloc("y", Activation, 64)
+	z := ar.Alloc("z", Activation, 64)
+	nop := func() error { return nil }
+	s := Schedule{
+		{Name: "y", Run: nop, Reads: []*Buf{x, pk}, Writes: []*Buf{y}},
+		{Name: "z", Run: nop, Reads: []*Buf{y}, Writes: []*Buf{z}},
+		{Name: "x", Run: nop, Reads: []*Buf{z}, Writes: []*Buf{x}},
+	}
+	if err := ar.SealShared(s); err != nil {
+		t.Fatal(err)
+	}
+	if f, l, p := pk.Lifetime(); f != 0 || l != 2 || !p {
+		t.Errorf("packed buffer: lifetime %d–%d pinned %v, want 0–2 pinned", f, l, p)
+	}
+	for _, b := range []*Buf{x, y, z} {
+		if b.Offset() < pk.Offset()+pk.Len() && pk.Offset() < b.Offset()+b.Len() {
+			t.Errorf("%s shares memory with the packed buffer", b.Name)
+		}
+	}
+	p := ar.Plan()
+	if p.Bytes[Packed] != 48*4 || !strings.Contains(p.String(), "packed weights 0.0 MiB") {
+		t.Errorf("plan %+v (%s): want %d bytes of packed weights", p, p, 48*4)
+	}
 }

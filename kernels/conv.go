@@ -303,7 +303,7 @@ func convForward(fn string, sh ConvShape, y, x, w, bias, work []float32, relu bo
 	}
 	if f, mr, nr := convDirectKernel(); f != nil {
 		if g, ok := sh.directForwardGeom(mr, nr); ok {
-			convDirectForward(f, mr, g, sh, y, x, w, bias, work, relu)
+			convDirectForward(f, mr, g, sh, y, x, w, nil, bias, work, relu)
 			return nil
 		}
 	}
@@ -314,7 +314,7 @@ func convForward(fn string, sh ConvShape, y, x, w, bias, work []float32, relu bo
 			reluRows(y[:sh.YLen()], y)
 		}
 	case drv != nil:
-		convImplicitForward(drv, sh, y, x, w, bias, work, relu)
+		convImplicitForward(drv, sh, y, x, w, false, bias, work, relu)
 	default:
 		convGemmForward(sh, y, x, w, bias, work)
 		if relu {

@@ -322,13 +322,18 @@ func int32s(f []float32, n int) []int32 {
 
 // convDirectForward is the direct forward pass (see the top of the file):
 // image by image, the phases (stride 2), the wide output in scratch, then
-// its rows copied to y with the bias and the ReLU while in cache.
-func convDirectForward(f sgemmDirectFn, mr int, g directGeom, s ConvShape, y, x, w, bias, work []float32, relu bool) {
+// its rows copied to y with the bias and the ReLU while in cache. packed,
+// when not nil, holds the weights already in the panels below (ConvPacked),
+// read in place of the packing into work.
+func convDirectForward(f sgemmDirectFn, mr int, g directGeom, s ConvShape, y, x, w, packed, bias, work []float32, relu bool) {
 	ap, work := work[:g.m*g.k], work[g.m*g.k:]
 	offs, work := int32s(work, g.k), work[g.k:]
 	wide, work := work[:g.m*g.p], work[g.m*g.p:]
+	if packed != nil {
+		ap = packed[:g.m*g.k]
+	}
 	// A = W (OutC × k, row-major) in mr-row panels, rows past OutC zero.
-	for i0 := 0; i0 < g.m; i0 += mr {
+	for i0 := 0; packed == nil && i0 < g.m; i0 += mr {
 		panel := ap[i0*g.k : (i0+mr)*g.k]
 		for i := 0; i < mr; i++ {
 			if i0+i >= s.OutC {

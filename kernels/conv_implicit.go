@@ -349,10 +349,18 @@ const convEpilogueFloats = 2048
 // (convImplicitSlabs; one product per slab, accumulating) into the
 // image-minor scratch C, which the epilogue scatters to NCHW with the bias
 // and the ReLU. work is the shape's scratch (WorkSize and the products'
-// packing space).
-func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, work []float32, relu bool) {
+// packing space). When packed, w holds the weights packed for drv
+// (ConvPacked: each group's rows in mr-row panels over the whole
+// reduction), which the products read in place.
+func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w []float32, packed bool, bias, work []float32, relu bool) {
 	p, og, k, nb := s.implicitDims()
 	cg, khw, hw := s.InC/s.Groups, s.KH*s.KW, s.InH*s.InW
+	// The A operand of group g from input channel c0 on is w[g·ga + c0·ca:]
+	// with row stride (or panel reduction) k.
+	ga, ca := og*k, khw
+	if packed {
+		ga, ca = roundUp(og, drv.mr)*k, khw*drv.mr
+	}
 	_, outBuf, _ := convWork(s, work)
 	slabBuf, ct := convImplicitSlabs(s, work)
 	gw := convGemmWork(s, work)
@@ -368,7 +376,7 @@ func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, work []f
 				ci := newConvIndex(s, x, n0, g, true)
 				src := gemmB{conv: &ci}
 				out := y[(n0*s.OutC+g*og)*p : (n0*s.OutC+(g+1)*og)*p]
-				drv.gemm(false, og, p, k, 1, w[g*og*k:], k, &src, 0, out, p, nil, gw)
+				drv.gemm(false, packed, og, p, k, 1, w[g*ga:], k, &src, 0, out, p, nil, gw)
 				biasActRows(og, p, out, p, bg, relu)
 				continue
 			}
@@ -376,7 +384,7 @@ func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, work []f
 			if !s.implicitCHWN(nc) {
 				ci := newConvIndex(s, x, n0, g, true)
 				src := gemmB{conv: &ci}
-				drv.gemm(false, og, ld, k, 1, w[g*og*k:], k, &src, 0, out, ld, nil, gw)
+				drv.gemm(false, packed, og, ld, k, 1, w[g*ga:], k, &src, 0, out, ld, nil, gw)
 				convScatterMajor(s, y, out, bg, n0, nc, g, relu)
 				continue
 			}
@@ -390,7 +398,7 @@ func convImplicitForward(drv *sgemmBlocked, s ConvShape, y, x, w, bias, work []f
 				if c0 > 0 {
 					beta = 1
 				}
-				drv.gemm(false, og, ld, ns*khw, 1, w[g*og*k+c0*khw:], k, &src, beta, out, ld, nil, gw)
+				drv.gemm(false, packed, og, ld, ns*khw, 1, w[g*ga+c0*ca:], k, &src, beta, out, ld, nil, gw)
 			}
 			convScatterMinor(s, y, out, bg, n0, nc, g, relu)
 		}
@@ -509,7 +517,7 @@ func convImplicitBackward(drv *sgemmBlocked, s ConvShape, dw, dbias, dx, x, dy, 
 			if dw != nil {
 				ci := newConvIndex(s, x, n0, g, false)
 				src := gemmB{conv: &ci}
-				drv.gemm(false, og, k, ld, 1, t, ld, &src, 1, dw[g*og*k:], k, nil, gw)
+				drv.gemm(false, false, og, k, ld, 1, t, ld, &src, 1, dw[g*og*k:], k, nil, gw)
 			}
 			if dx == nil {
 				continue
@@ -517,7 +525,7 @@ func convImplicitBackward(drv *sgemmBlocked, s ConvShape, dw, dbias, dx, x, dy, 
 			if !s.implicitCHWN(nc) {
 				di := newConvIndex(s, dx, n0, g, true)
 				srcD := gemmB{b: t, ldb: ld}
-				drv.gemm(true, k, ld, og, 1, w[g*og*k:], k, &srcD, 0, nil, 0, &di, gw)
+				drv.gemm(true, false, k, ld, og, 1, w[g*og*k:], k, &srcD, 0, nil, 0, &di, gw)
 				continue
 			}
 			// Several images: dY in image-minor order, and per CHWN slab
@@ -529,7 +537,7 @@ func convImplicitBackward(drv *sgemmBlocked, s ConvShape, dw, dbias, dx, x, dy, 
 				dxT := slabBuf[:ns*hw*nc]
 				clear(dxT)
 				di := convIndexCHWN(s, dxT, nc)
-				drv.gemm(true, ns*khw, ld, og, 1, w[g*og*k+c0*khw:], k, &srcD, 0, nil, 0, &di, gw)
+				drv.gemm(true, false, ns*khw, ld, og, 1, w[g*og*k+c0*khw:], k, &srcD, 0, nil, 0, &di, gw)
 				convTransposeOut(s, dxT, n0, nc, g*cg+c0, ns, dx)
 			}
 		}

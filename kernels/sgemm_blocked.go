@@ -198,7 +198,7 @@ func (g *sgemmBlocked) sgemmWork(transA, transB bool, m, n, k int, alpha float32
 		return
 	}
 	src := gemmB{trans: transB, b: b, ldb: ldb}
-	g.gemm(transA, m, n, k, alpha, a, lda, &src, beta, c, ldc, nil, work)
+	g.gemm(transA, false, m, n, k, alpha, a, lda, &src, beta, c, ldc, nil, work)
 }
 
 // gemmB is the op(B) operand of the blocked driver: the matrix b with row
@@ -212,16 +212,23 @@ type gemmB struct {
 	conv  *convIndex
 }
 
-// gemm is the blocked loop nest (see sgemmBlocked) with op(B) described by
-// src and the destination C, the matrix c with row stride ldc, or, when
-// sink is not nil, tiles added into a convolution's input gradient
+// gemm is the blocked loop nest (see sgemmBlocked) with op(A) the matrix a
+// (row stride lda, transposed when transA) or, when packedA, already packed
+// (ConvPacked): mr-row panels over the whole reduction, panel q at
+// a[q·mr·lda:], element (i, p) at p·mr + i%mr (lda is then the reduction
+// length of the panels, and a may start at a column offset p0·mr), which
+// the micro-kernel reads in place, a kc block of a panel being the kc·mr
+// values from (ic+ir)·lda + pc·mr on, instead of packing the block: the
+// same values, so the same bits. op(B) is described by src, and the
+// destination C is the matrix c with row stride ldc or, when sink is not
+// nil, tiles added into a convolution's input gradient
 // (conv_implicit.go): every C(i, j) is computed once and added to the
 // element of dx it belongs to (beta and c are then unused). m, n, k > 0.
 // The packing buffers are carved from work when work holds
 // packSize(m, n, k) floats, else taken from the free list. src and sink
 // do not escape (sink is a parameter of its own, not a field of a struct
 // holding c: escape analysis would let it leak with c).
-func (g *sgemmBlocked) gemm(transA bool, m, n, k int, alpha float32, a []float32, lda int, src *gemmB, beta float32, c []float32, ldc int, sink *convIndex, work []float32) {
+func (g *sgemmBlocked) gemm(transA, packedA bool, m, n, k int, alpha float32, a []float32, lda int, src *gemmB, beta float32, c []float32, ldc int, sink *convIndex, work []float32) {
 	// own holds the buffers by value (carved from work, or copied from a
 	// free-list entry, which pooled returns), so w does not escape.
 	var own sgemmWork
@@ -253,13 +260,21 @@ func (g *sgemmBlocked) gemm(transA bool, m, n, k int, alpha float32, a []float32
 			}
 			for ic := 0; ic < m; ic += mcb {
 				mc := min(mcb, m-ic)
-				sgemmPackA(transA, a, lda, ic, pc, mc, kc, mr, w.a)
+				if !packedA {
+					sgemmPackA(transA, a, lda, ic, pc, mc, kc, mr, w.a)
+				}
 				for jr := 0; jr < nc; jr += nr {
 					nrr := min(nr, nc-jr)
 					bp := w.b[jr*kc : jr*kc+kc*nr]
 					for ir := 0; ir < mc; ir += mr {
 						mrr := min(mr, mc-ir)
-						ap := w.a[ir*kc : ir*kc+kc*mr]
+						var ap []float32
+						if packedA {
+							o := (ic+ir)*lda + pc*mr
+							ap = a[o : o+kc*mr]
+						} else {
+							ap = w.a[ir*kc : ir*kc+kc*mr]
+						}
 						if sink != nil {
 							g.micro(kc, ap, bp, w.tile, nr, alpha, 0)
 							sink.addTile(ic+ir, jc+jr, mrr, nrr, w.tile, nr)

@@ -220,7 +220,11 @@ func (t *Trainer) TrainStep(x []float32, labels []int, lr float64) (margin, reco
 	// memory-bound pass runs on every core, with the same arithmetic per
 	// element as on one.
 	t.lr = lr
-	if err := t.dispatch(phaseOptimize); err != nil {
+	err = t.dispatch(phaseOptimize)
+	// The parameters changed (even in part, on an error): inference Nets
+	// over them repack their weights before their next Forward.
+	t.P.Modified()
+	if err != nil {
 		return margin, recon, err
 	}
 	return margin, recon, nil
