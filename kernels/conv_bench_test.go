@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -90,3 +91,53 @@ func benchConv(b *testing.B, pass int) {
 func BenchmarkConvForward(b *testing.B)        { benchConv(b, 0) }
 func BenchmarkConvBackwardData(b *testing.B)   { benchConv(b, 1) }
 func BenchmarkConvBackwardFilter(b *testing.B) { benchConv(b, 2) }
+
+// BenchmarkConvForwardPacked runs the forward of every benchmark shape
+// but the depthwise one at batch 1 (the latency case packed weights are
+// for) and 32, on every implementation, with the weights packed once
+// (PackConv, ConvForwardPacked) beside the same forward packing them on
+// every call (ConvForward): the difference is the packing's cost.
+func BenchmarkConvForwardPacked(b *testing.B) {
+	for _, bs := range convBenchShapes {
+		if bs.s.convDirect() {
+			continue // depthwise: nothing to pack
+		}
+		for _, batch := range []int{1, 32} {
+			s := bs.s
+			s.Batch = batch
+			rng := rand.New(rand.NewPCG(1, 1))
+			x, w, bias := convRand(rng, s.XLen(), 0), convRand(rng, s.WLen(), 0), convRand(rng, s.OutC, 0)
+			y := make([]float32, s.YLen())
+			work := make([]float32, s.WorkSize())
+			buf := make([]float32, s.PackedSize())
+			b.Run(fmt.Sprintf("%s/batch=%d", bs.name, batch), func(b *testing.B) {
+				forEachImpl(b, func(b *testing.B, impl string) {
+					if impl == "ref" && testing.Short() {
+						b.Skip("reference GEMM skipped with -short")
+					}
+					p, err := PackConv(s, buf, w)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, packed := range []bool{false, true} {
+						b.Run(fmt.Sprintf("packed=%v", packed), func(b *testing.B) {
+							b.ReportAllocs()
+							var err error
+							for b.Loop() {
+								if packed {
+									err = ConvForwardPacked(s, y, x, p, bias, work)
+								} else {
+									err = ConvForward(s, y, x, w, bias, work)
+								}
+							}
+							if err != nil {
+								b.Fatal(err)
+							}
+							b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+						})
+					}
+				})
+			})
+		}
+	}
+}
