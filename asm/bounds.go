@@ -285,13 +285,17 @@ func checkReluMask(kernel string, n int, y, dy, dx []float32) bool {
 	return true
 }
 
-// checkAdamStep checks an adamStep call: w, g, m and v hold n values each.
-func checkAdamStep(kernel string, n int, w, g, m, v []float32) bool {
+// checkAdamStep checks an adamStep call: w, g, m and v hold n values each,
+// and so does h unless it is empty.
+func checkAdamStep(kernel string, n int, w, g, h, m, v []float32) bool {
 	if !dims(kernel, n) {
 		return false
 	}
 	need(kernel, "w", w, n-1)
 	need(kernel, "g", g, n-1)
+	if len(h) > 0 {
+		need(kernel, "h", h, n-1)
+	}
 	need(kernel, "m", m, n-1)
 	need(kernel, "v", v, n-1)
 	return true

@@ -96,6 +96,6 @@ func fastReluMask(n int, y, dy, dx []float32) bool {
 
 // fastAdamStep is the fast path of checkAdamStep: true only when
 // checkAdamStep would return true.
-func fastAdamStep(n int, w, g, m, v []float32) bool {
-	return uint(n-1) < maxDim && n <= len(w) && n <= len(g) && n <= len(m) && n <= len(v)
+func fastAdamStep(n int, w, g, h, m, v []float32) bool {
+	return uint(n-1) < maxDim && n <= len(w) && n <= len(g) && n <= len(m) && n <= len(v) && (len(h) == 0 || n <= len(h))
 }

@@ -122,7 +122,7 @@ func reluMaskAVX2(n int, y []float32, dy []float32, dx []float32)
 // adamStepAVX2 is the AVX2+FMA body of AdamStepAVX2 (one Adam or AdamW step, element-wise); arguments are checked by the caller.
 //
 //go:noescape
-func adamStepAVX2(n int, decoupled int, w []float32, g []float32, m []float32, v []float32, b1 float32, c1 float32, b2 float32, c2 float32, wd float32, step float32, rbc2 float32, eps float32)
+func adamStepAVX2(n int, decoupled int, w []float32, g []float32, h []float32, m []float32, v []float32, b1 float32, c1 float32, b2 float32, c2 float32, wd float32, step float32, rbc2 float32, eps float32)
 
 // gemvNAVX512 is the AVX-512F body of GemvNAVX512 (y += A·x); arguments are checked by the caller.
 //
@@ -242,7 +242,7 @@ func reluMaskAVX512(n int, y []float32, dy []float32, dx []float32)
 // adamStepAVX512 is the AVX-512F body of AdamStepAVX512 (one Adam or AdamW step, element-wise); arguments are checked by the caller.
 //
 //go:noescape
-func adamStepAVX512(n int, decoupled int, w []float32, g []float32, m []float32, v []float32, b1 float32, c1 float32, b2 float32, c2 float32, wd float32, step float32, rbc2 float32, eps float32)
+func adamStepAVX512(n int, decoupled int, w []float32, g []float32, h []float32, m []float32, v []float32, b1 float32, c1 float32, b2 float32, c2 float32, wd float32, step float32, rbc2 float32, eps float32)
 
 // getMXCSR returns the calling thread's MXCSR (STMXCSR).
 func getMXCSR() uint32

@@ -703,7 +703,8 @@ func ReluMaskAVX512(n int, y, dy, dx []float32) {
 	}
 }
 
-// AdamStepAVX2 applies one Adam step to n weights w with gradient g and
+// AdamStepAVX2 applies one Adam step to n weights w with gradient g (or,
+// when h is not empty, the sum g + h, rounded once; g is not written) and
 // moments m and v, with AVX2: with decoupled = 0, torch.optim.Adam's L2 weight
 // decay (wd·w added to g); otherwise AdamW's, wd then being the factor
 // 1 − lr·wd that w is scaled by. The scalars are precomputed by the caller
@@ -715,6 +716,9 @@ func ReluMaskAVX512(n int, y, dy, dx []float32) {
 //
 //	for i := 0; i < n; i++ {
 //		gi := g[i]
+//		if len(h) > 0 {
+//			gi += h[i]
+//		}
 //		if decoupled == 0 {
 //			gi += wd * w[i]
 //		}
@@ -728,15 +732,15 @@ func ReluMaskAVX512(n int, y, dy, dx []float32) {
 //			w[i] = w[i]*wd - step*mi/den
 //		}
 //	}
-func AdamStepAVX2(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
-	if fastAdamStep(n, w, g, m, v) || checkAdamStep("AdamStepAVX2", n, w, g, m, v) {
-		adamStepAVX2(n, decoupled, w, g, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
+func AdamStepAVX2(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
+	if fastAdamStep(n, w, g, h, m, v) || checkAdamStep("AdamStepAVX2", n, w, g, h, m, v) {
+		adamStepAVX2(n, decoupled, w, g, h, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
 	}
 }
 
 // AdamStepAVX512 is AdamStepAVX2 with AVX-512F.
-func AdamStepAVX512(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
-	if fastAdamStep(n, w, g, m, v) || checkAdamStep("AdamStepAVX512", n, w, g, m, v) {
-		adamStepAVX512(n, decoupled, w, g, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
+func AdamStepAVX512(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
+	if fastAdamStep(n, w, g, h, m, v) || checkAdamStep("AdamStepAVX512", n, w, g, h, m, v) {
+		adamStepAVX512(n, decoupled, w, g, h, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
 	}
 }

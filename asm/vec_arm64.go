@@ -115,4 +115,4 @@ func reluMaskNEON(n int, y, dy, dx []float32)
 // adamStepNEON is the body of AdamStepNEON.
 //
 //go:noescape
-func adamStepNEON(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)
+func adamStepNEON(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)

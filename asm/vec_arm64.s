@@ -2920,18 +2920,22 @@ rmdone:
 #undef rDX
 
 // ---------------------------------------------------------------------------
-// func adamStepNEON(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)
+// func adamStepNEON(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)
 // One Adam (decoupled = 0: L2 weight decay wd·w added to g) or AdamW
 // (decoupled ≠ 0: wd is the factor 1 − lr·wd of w) step, element-wise in
-// float32, with the operations and operand order of kernels.adamStepRef:
+// float32, of the gradient g or, when h is not empty, of g + h (rounded
+// once; g is not written), with the operations and operand order of
+// kernels.adamStepRef:
 //
+//	g  = g + h (len(h) > 0)
 //	gi = g + wd·w (L2) or g;  m = b1·m + c1·gi;  v = b2·v + (c2·gi)·gi
 //	den = sqrt(v)·rbc2 + eps; w = w − (step·m)/den (L2) or w·wd − (step·m)/den
 //
 // each product rounded before its sum (no FMLA: Go on arm64 may fuse the
 // reference's, so the test there allows a tolerance), FSQRT correctly
 // rounded, FDIV a true division. Blocks of 16 and 4, then single values on
-// lane 0; two copies of the loops, the second (suffix 1) decoupled.
+// lane 0; four copies of the loops: labels sS cD, S = 1 with h, D = 1
+// decoupled.
 // V16..V23 hold b1, c1, b2, c2, wd, step, rbc2, eps in every lane.
 #define aN R0   // values left
 #define aDec R1 // decoupled
@@ -2939,23 +2943,27 @@ rmdone:
 #define aG R3   // &g[i]
 #define aM R4   // &m[i]
 #define aV R5   // &v[i]
+#define aH R6   // &h[i]
+#define aHn R7  // len(h)
 
-TEXT ·adamStepNEON(SB), NOSPLIT, $0-144
+TEXT ·adamStepNEON(SB), NOSPLIT, $0-168
 	MOVD n+0(FP), aN           // aN = n
 	MOVD decoupled+8(FP), aDec // aDec = decoupled
 	MOVD w_base+16(FP), aW      // aW = &w[0]
 	MOVD g_base+40(FP), aG      // aG = &g[0]
-	MOVD m_base+64(FP), aM      // aM = &m[0]
-	MOVD v_base+88(FP), aV      // aV = &v[0]
+	MOVD h_base+64(FP), aH      // aH = &h[0]
+	MOVD h_len+72(FP), aHn      // aHn = len(h)
+	MOVD m_base+88(FP), aM      // aM = &m[0]
+	MOVD v_base+112(FP), aV      // aV = &v[0]
 	CBZ  aN, addone                 // nothing to do?
-	FMOVS b1+112(FP), F16
-	FMOVS c1+116(FP), F17
-	FMOVS b2+120(FP), F18
-	FMOVS c2+124(FP), F19
-	FMOVS wd+128(FP), F20
-	FMOVS step+132(FP), F21
-	FMOVS rbc2+136(FP), F22
-	FMOVS eps+140(FP), F23
+	FMOVS b1+136(FP), F16
+	FMOVS c1+140(FP), F17
+	FMOVS b2+144(FP), F18
+	FMOVS c2+148(FP), F19
+	FMOVS wd+152(FP), F20
+	FMOVS step+156(FP), F21
+	FMOVS rbc2+160(FP), F22
+	FMOVS eps+164(FP), F23
 	VDUP V16.S[0], V16.S4           // V16..V23 = the scalars ×4
 	VDUP V17.S[0], V17.S4
 	VDUP V18.S[0], V18.S4
@@ -2964,11 +2972,17 @@ TEXT ·adamStepNEON(SB), NOSPLIT, $0-144
 	VDUP V21.S[0], V21.S4
 	VDUP V22.S[0], V22.S4
 	VDUP V23.S[0], V23.S4
-	CBNZ aDec, ad16c1               // AdamW?
+	CBNZ aHn, adsum                 // two gradients?
+	CBNZ aDec, ad16s0c1             // AdamW?
+	B    ad16s0c0
 
-ad16c0:
+adsum:
+	CBNZ aDec, ad16s1c1             // AdamW?
+	B    ad16s1c0
+
+ad16s0c0:
 	CMP  $16, aN                                    // fewer than 16 values?
-	BLT  ad4c0
+	BLT  ad4s0c0
 	VLD1 (aW), [V0.S4, V1.S4, V2.S4, V3.S4]         // V0..V3 = w[i:i+16]
 	VLD1.P 64(aG), [V4.S4, V5.S4, V6.S4, V7.S4]     // V4..V7 = g[i:i+16]
 	VLD1 (aM), [V8.S4, V9.S4, V10.S4, V11.S4]       // V8..V11 = m[i:i+16]
@@ -3037,11 +3051,11 @@ ad16c0:
 	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(aV) // v[i:i+16] = V12..V15
 	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(aW)     // w[i:i+16] = V0..V3
 	SUB  $16, aN                                    // aN -= 16
-	B    ad16c0
+	B    ad16s0c0
 
-ad4c0:
+ad4s0c0:
 	CMP  $4, aN                 // fewer than 4 values?
-	BLT  ad1c0
+	BLT  ad1s0c0
 	VLD1 (aW), [V0.S4]          // V0 = w[i:i+4]
 	VLD1.P 16(aG), [V4.S4]      // V4 = g[i:i+4]
 	VLD1 (aM), [V8.S4]          // V8 = m[i:i+4]
@@ -3065,9 +3079,9 @@ ad4c0:
 	VST1.P [V12.S4], 16(aV)     // v[i:i+4] = V12
 	VST1.P [V0.S4], 16(aW)      // w[i:i+4] = V0
 	SUB  $4, aN                 // aN -= 4
-	B    ad4c0
+	B    ad4s0c0
 
-ad1c0:
+ad1s0c0:
 	CBZ  aN, addone             // done?
 	FMOVS (aW), F0              // lane 0 of V0 = w[i]
 	FMOVS.P 4(aG), F4           // lane 0 of V4 = g[i]
@@ -3092,11 +3106,11 @@ ad1c0:
 	FMOVS.P F12, 4(aV)          // v[i] = lane 0
 	FMOVS.P F0, 4(aW)           // w[i] = lane 0
 	SUB  $1, aN                 // aN--
-	B    ad1c0
+	B    ad1s0c0
 
-ad16c1:
+ad16s0c1:
 	CMP  $16, aN                                    // fewer than 16 values?
-	BLT  ad4c1
+	BLT  ad4s0c1
 	VLD1 (aW), [V0.S4, V1.S4, V2.S4, V3.S4]         // V0..V3 = w[i:i+16]
 	VLD1.P 64(aG), [V4.S4, V5.S4, V6.S4, V7.S4]     // V4..V7 = g[i:i+16]
 	VLD1 (aM), [V8.S4, V9.S4, V10.S4, V11.S4]       // V8..V11 = m[i:i+16]
@@ -3161,11 +3175,11 @@ ad16c1:
 	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(aV) // v[i:i+16] = V12..V15
 	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(aW)     // w[i:i+16] = V0..V3
 	SUB  $16, aN                                    // aN -= 16
-	B    ad16c1
+	B    ad16s0c1
 
-ad4c1:
+ad4s0c1:
 	CMP  $4, aN                 // fewer than 4 values?
-	BLT  ad1c1
+	BLT  ad1s0c1
 	VLD1 (aW), [V0.S4]          // V0 = w[i:i+4]
 	VLD1.P 16(aG), [V4.S4]      // V4 = g[i:i+4]
 	VLD1 (aM), [V8.S4]          // V8 = m[i:i+4]
@@ -3188,9 +3202,9 @@ ad4c1:
 	VST1.P [V12.S4], 16(aV)     // v[i:i+4] = V12
 	VST1.P [V0.S4], 16(aW)      // w[i:i+4] = V0
 	SUB  $4, aN                 // aN -= 4
-	B    ad4c1
+	B    ad4s0c1
 
-ad1c1:
+ad1s0c1:
 	CBZ  aN, addone             // done?
 	FMOVS (aW), F0              // lane 0 of V0 = w[i]
 	FMOVS.P 4(aG), F4           // lane 0 of V4 = g[i]
@@ -3214,7 +3228,275 @@ ad1c1:
 	FMOVS.P F12, 4(aV)          // v[i] = lane 0
 	FMOVS.P F0, 4(aW)           // w[i] = lane 0
 	SUB  $1, aN                 // aN--
-	B    ad1c1
+	B    ad1s0c1
+
+ad16s1c0:
+	CMP  $16, aN                                    // fewer than 16 values?
+	BLT  ad4s1c0
+	VLD1 (aW), [V0.S4, V1.S4, V2.S4, V3.S4]         // V0..V3 = w[i:i+16]
+	VLD1.P 64(aG), [V4.S4, V5.S4, V6.S4, V7.S4]     // V4..V7 = g[i:i+16]
+	VLD1 (aM), [V8.S4, V9.S4, V10.S4, V11.S4]       // V8..V11 = m[i:i+16]
+	VLD1 (aV), [V12.S4, V13.S4, V14.S4, V15.S4]     // V12..V15 = v[i:i+16]
+	VLD1.P 64(aH), [V24.S4, V25.S4, V26.S4, V27.S4] // V24..V27 = h[i:i+16]
+	VFADD(24, 4, 4)  // g = g + h
+	VFADD(25, 5, 5)  // g = g + h
+	VFADD(26, 6, 6)  // g = g + h
+	VFADD(27, 7, 7)  // g = g + h
+	VFMUL(0, 20, 24)      // T = wd·w
+	VFMUL(1, 20, 25)      // T = wd·w
+	VFMUL(2, 20, 26)      // T = wd·w
+	VFMUL(3, 20, 27)      // T = wd·w
+	VFADD(24, 4, 4)  // gi = g + T
+	VFADD(25, 5, 5)  // gi = g + T
+	VFADD(26, 6, 6)  // gi = g + T
+	VFADD(27, 7, 7)  // gi = g + T
+	VFMUL(8, 16, 8)   // b1·m
+	VFMUL(4, 17, 24)  // c1·gi
+	VFADD(24, 8, 8) // m = b1·m + c1·gi
+	VFMUL(9, 16, 9)   // b1·m
+	VFMUL(5, 17, 25)  // c1·gi
+	VFADD(25, 9, 9) // m = b1·m + c1·gi
+	VFMUL(10, 16, 10)   // b1·m
+	VFMUL(6, 17, 26)  // c1·gi
+	VFADD(26, 10, 10) // m = b1·m + c1·gi
+	VFMUL(11, 16, 11)   // b1·m
+	VFMUL(7, 17, 27)  // c1·gi
+	VFADD(27, 11, 11) // m = b1·m + c1·gi
+	VFMUL(4, 19, 24)  // c2·gi
+	VFMUL(4, 24, 24) // (c2·gi)·gi
+	VFMUL(12, 18, 12) // b2·v
+	VFADD(24, 12, 12) // v = b2·v + (c2·gi)·gi
+	VFMUL(5, 19, 25)  // c2·gi
+	VFMUL(5, 25, 25) // (c2·gi)·gi
+	VFMUL(13, 18, 13) // b2·v
+	VFADD(25, 13, 13) // v = b2·v + (c2·gi)·gi
+	VFMUL(6, 19, 26)  // c2·gi
+	VFMUL(6, 26, 26) // (c2·gi)·gi
+	VFMUL(14, 18, 14) // b2·v
+	VFADD(26, 14, 14) // v = b2·v + (c2·gi)·gi
+	VFMUL(7, 19, 27)  // c2·gi
+	VFMUL(7, 27, 27) // (c2·gi)·gi
+	VFMUL(15, 18, 15) // b2·v
+	VFADD(27, 15, 15) // v = b2·v + (c2·gi)·gi
+	VFSQRT(12, 4)     // G = sqrt(v)
+	VFMUL(22, 4, 4)   // sqrt(v)·rbc2
+	VFADD(23, 4, 4)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(8, 21, 24)  // step·m
+	VFDIV(4, 24, 24) // (step·m)/den
+	VFSUB(24, 0, 0)    // w −= (step·m)/den
+	VFSQRT(13, 5)     // G = sqrt(v)
+	VFMUL(22, 5, 5)   // sqrt(v)·rbc2
+	VFADD(23, 5, 5)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(9, 21, 25)  // step·m
+	VFDIV(5, 25, 25) // (step·m)/den
+	VFSUB(25, 1, 1)    // w −= (step·m)/den
+	VFSQRT(14, 6)     // G = sqrt(v)
+	VFMUL(22, 6, 6)   // sqrt(v)·rbc2
+	VFADD(23, 6, 6)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(10, 21, 26)  // step·m
+	VFDIV(6, 26, 26) // (step·m)/den
+	VFSUB(26, 2, 2)    // w −= (step·m)/den
+	VFSQRT(15, 7)     // G = sqrt(v)
+	VFMUL(22, 7, 7)   // sqrt(v)·rbc2
+	VFADD(23, 7, 7)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(11, 21, 27)  // step·m
+	VFDIV(7, 27, 27) // (step·m)/den
+	VFSUB(27, 3, 3)    // w −= (step·m)/den
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(aM)   // m[i:i+16] = V8..V11
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(aV) // v[i:i+16] = V12..V15
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(aW)     // w[i:i+16] = V0..V3
+	SUB  $16, aN                                    // aN -= 16
+	B    ad16s1c0
+
+ad4s1c0:
+	CMP  $4, aN                 // fewer than 4 values?
+	BLT  ad1s1c0
+	VLD1 (aW), [V0.S4]          // V0 = w[i:i+4]
+	VLD1.P 16(aG), [V4.S4]      // V4 = g[i:i+4]
+	VLD1 (aM), [V8.S4]          // V8 = m[i:i+4]
+	VLD1 (aV), [V12.S4]         // V12 = v[i:i+4]
+	VLD1.P 16(aH), [V24.S4]     // V24 = h[i:i+4]
+	VFADD(24, 4, 4)  // g = g + h
+	VFMUL(0, 20, 24)      // T = wd·w
+	VFADD(24, 4, 4)  // gi = g + T
+	VFMUL(8, 16, 8)   // b1·m
+	VFMUL(4, 17, 24)  // c1·gi
+	VFADD(24, 8, 8) // m = b1·m + c1·gi
+	VFMUL(4, 19, 24)  // c2·gi
+	VFMUL(4, 24, 24) // (c2·gi)·gi
+	VFMUL(12, 18, 12) // b2·v
+	VFADD(24, 12, 12) // v = b2·v + (c2·gi)·gi
+	VFSQRT(12, 4)     // G = sqrt(v)
+	VFMUL(22, 4, 4)   // sqrt(v)·rbc2
+	VFADD(23, 4, 4)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(8, 21, 24)  // step·m
+	VFDIV(4, 24, 24) // (step·m)/den
+	VFSUB(24, 0, 0)    // w −= (step·m)/den
+	VST1.P [V8.S4], 16(aM)      // m[i:i+4] = V8
+	VST1.P [V12.S4], 16(aV)     // v[i:i+4] = V12
+	VST1.P [V0.S4], 16(aW)      // w[i:i+4] = V0
+	SUB  $4, aN                 // aN -= 4
+	B    ad4s1c0
+
+ad1s1c0:
+	CBZ  aN, addone             // done?
+	FMOVS (aW), F0              // lane 0 of V0 = w[i]
+	FMOVS.P 4(aG), F4           // lane 0 of V4 = g[i]
+	FMOVS (aM), F8              // lane 0 of V8 = m[i]
+	FMOVS (aV), F12             // lane 0 of V12 = v[i]
+	FMOVS.P 4(aH), F24          // lane 0 of V24 = h[i]
+	VFADD(24, 4, 4)  // g = g + h
+	VFMUL(0, 20, 24)      // T = wd·w
+	VFADD(24, 4, 4)  // gi = g + T
+	VFMUL(8, 16, 8)   // b1·m
+	VFMUL(4, 17, 24)  // c1·gi
+	VFADD(24, 8, 8) // m = b1·m + c1·gi
+	VFMUL(4, 19, 24)  // c2·gi
+	VFMUL(4, 24, 24) // (c2·gi)·gi
+	VFMUL(12, 18, 12) // b2·v
+	VFADD(24, 12, 12) // v = b2·v + (c2·gi)·gi
+	VFSQRT(12, 4)     // G = sqrt(v)
+	VFMUL(22, 4, 4)   // sqrt(v)·rbc2
+	VFADD(23, 4, 4)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(8, 21, 24)  // step·m
+	VFDIV(4, 24, 24) // (step·m)/den
+	VFSUB(24, 0, 0)    // w −= (step·m)/den
+	FMOVS.P F8, 4(aM)           // m[i] = lane 0
+	FMOVS.P F12, 4(aV)          // v[i] = lane 0
+	FMOVS.P F0, 4(aW)           // w[i] = lane 0
+	SUB  $1, aN                 // aN--
+	B    ad1s1c0
+
+ad16s1c1:
+	CMP  $16, aN                                    // fewer than 16 values?
+	BLT  ad4s1c1
+	VLD1 (aW), [V0.S4, V1.S4, V2.S4, V3.S4]         // V0..V3 = w[i:i+16]
+	VLD1.P 64(aG), [V4.S4, V5.S4, V6.S4, V7.S4]     // V4..V7 = g[i:i+16]
+	VLD1 (aM), [V8.S4, V9.S4, V10.S4, V11.S4]       // V8..V11 = m[i:i+16]
+	VLD1 (aV), [V12.S4, V13.S4, V14.S4, V15.S4]     // V12..V15 = v[i:i+16]
+	VLD1.P 64(aH), [V24.S4, V25.S4, V26.S4, V27.S4] // V24..V27 = h[i:i+16]
+	VFADD(24, 4, 4)  // g = g + h
+	VFADD(25, 5, 5)  // g = g + h
+	VFADD(26, 6, 6)  // g = g + h
+	VFADD(27, 7, 7)  // g = g + h
+	VFMUL(8, 16, 8)   // b1·m
+	VFMUL(4, 17, 24)  // c1·gi
+	VFADD(24, 8, 8) // m = b1·m + c1·gi
+	VFMUL(9, 16, 9)   // b1·m
+	VFMUL(5, 17, 25)  // c1·gi
+	VFADD(25, 9, 9) // m = b1·m + c1·gi
+	VFMUL(10, 16, 10)   // b1·m
+	VFMUL(6, 17, 26)  // c1·gi
+	VFADD(26, 10, 10) // m = b1·m + c1·gi
+	VFMUL(11, 16, 11)   // b1·m
+	VFMUL(7, 17, 27)  // c1·gi
+	VFADD(27, 11, 11) // m = b1·m + c1·gi
+	VFMUL(4, 19, 24)  // c2·gi
+	VFMUL(4, 24, 24) // (c2·gi)·gi
+	VFMUL(12, 18, 12) // b2·v
+	VFADD(24, 12, 12) // v = b2·v + (c2·gi)·gi
+	VFMUL(5, 19, 25)  // c2·gi
+	VFMUL(5, 25, 25) // (c2·gi)·gi
+	VFMUL(13, 18, 13) // b2·v
+	VFADD(25, 13, 13) // v = b2·v + (c2·gi)·gi
+	VFMUL(6, 19, 26)  // c2·gi
+	VFMUL(6, 26, 26) // (c2·gi)·gi
+	VFMUL(14, 18, 14) // b2·v
+	VFADD(26, 14, 14) // v = b2·v + (c2·gi)·gi
+	VFMUL(7, 19, 27)  // c2·gi
+	VFMUL(7, 27, 27) // (c2·gi)·gi
+	VFMUL(15, 18, 15) // b2·v
+	VFADD(27, 15, 15) // v = b2·v + (c2·gi)·gi
+	VFSQRT(12, 4)     // G = sqrt(v)
+	VFMUL(22, 4, 4)   // sqrt(v)·rbc2
+	VFADD(23, 4, 4)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(8, 21, 24)  // step·m
+	VFDIV(4, 24, 24) // (step·m)/den
+	VFMUL(20, 0, 0)               // w·(1 − lr·wd)
+	VFSUB(24, 0, 0)    // w −= (step·m)/den
+	VFSQRT(13, 5)     // G = sqrt(v)
+	VFMUL(22, 5, 5)   // sqrt(v)·rbc2
+	VFADD(23, 5, 5)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(9, 21, 25)  // step·m
+	VFDIV(5, 25, 25) // (step·m)/den
+	VFMUL(20, 1, 1)               // w·(1 − lr·wd)
+	VFSUB(25, 1, 1)    // w −= (step·m)/den
+	VFSQRT(14, 6)     // G = sqrt(v)
+	VFMUL(22, 6, 6)   // sqrt(v)·rbc2
+	VFADD(23, 6, 6)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(10, 21, 26)  // step·m
+	VFDIV(6, 26, 26) // (step·m)/den
+	VFMUL(20, 2, 2)               // w·(1 − lr·wd)
+	VFSUB(26, 2, 2)    // w −= (step·m)/den
+	VFSQRT(15, 7)     // G = sqrt(v)
+	VFMUL(22, 7, 7)   // sqrt(v)·rbc2
+	VFADD(23, 7, 7)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(11, 21, 27)  // step·m
+	VFDIV(7, 27, 27) // (step·m)/den
+	VFMUL(20, 3, 3)               // w·(1 − lr·wd)
+	VFSUB(27, 3, 3)    // w −= (step·m)/den
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(aM)   // m[i:i+16] = V8..V11
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(aV) // v[i:i+16] = V12..V15
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(aW)     // w[i:i+16] = V0..V3
+	SUB  $16, aN                                    // aN -= 16
+	B    ad16s1c1
+
+ad4s1c1:
+	CMP  $4, aN                 // fewer than 4 values?
+	BLT  ad1s1c1
+	VLD1 (aW), [V0.S4]          // V0 = w[i:i+4]
+	VLD1.P 16(aG), [V4.S4]      // V4 = g[i:i+4]
+	VLD1 (aM), [V8.S4]          // V8 = m[i:i+4]
+	VLD1 (aV), [V12.S4]         // V12 = v[i:i+4]
+	VLD1.P 16(aH), [V24.S4]     // V24 = h[i:i+4]
+	VFADD(24, 4, 4)  // g = g + h
+	VFMUL(8, 16, 8)   // b1·m
+	VFMUL(4, 17, 24)  // c1·gi
+	VFADD(24, 8, 8) // m = b1·m + c1·gi
+	VFMUL(4, 19, 24)  // c2·gi
+	VFMUL(4, 24, 24) // (c2·gi)·gi
+	VFMUL(12, 18, 12) // b2·v
+	VFADD(24, 12, 12) // v = b2·v + (c2·gi)·gi
+	VFSQRT(12, 4)     // G = sqrt(v)
+	VFMUL(22, 4, 4)   // sqrt(v)·rbc2
+	VFADD(23, 4, 4)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(8, 21, 24)  // step·m
+	VFDIV(4, 24, 24) // (step·m)/den
+	VFMUL(20, 0, 0)               // w·(1 − lr·wd)
+	VFSUB(24, 0, 0)    // w −= (step·m)/den
+	VST1.P [V8.S4], 16(aM)      // m[i:i+4] = V8
+	VST1.P [V12.S4], 16(aV)     // v[i:i+4] = V12
+	VST1.P [V0.S4], 16(aW)      // w[i:i+4] = V0
+	SUB  $4, aN                 // aN -= 4
+	B    ad4s1c1
+
+ad1s1c1:
+	CBZ  aN, addone             // done?
+	FMOVS (aW), F0              // lane 0 of V0 = w[i]
+	FMOVS.P 4(aG), F4           // lane 0 of V4 = g[i]
+	FMOVS (aM), F8              // lane 0 of V8 = m[i]
+	FMOVS (aV), F12             // lane 0 of V12 = v[i]
+	FMOVS.P 4(aH), F24          // lane 0 of V24 = h[i]
+	VFADD(24, 4, 4)  // g = g + h
+	VFMUL(8, 16, 8)   // b1·m
+	VFMUL(4, 17, 24)  // c1·gi
+	VFADD(24, 8, 8) // m = b1·m + c1·gi
+	VFMUL(4, 19, 24)  // c2·gi
+	VFMUL(4, 24, 24) // (c2·gi)·gi
+	VFMUL(12, 18, 12) // b2·v
+	VFADD(24, 12, 12) // v = b2·v + (c2·gi)·gi
+	VFSQRT(12, 4)     // G = sqrt(v)
+	VFMUL(22, 4, 4)   // sqrt(v)·rbc2
+	VFADD(23, 4, 4)   // den = sqrt(v)·rbc2 + eps
+	VFMUL(8, 21, 24)  // step·m
+	VFDIV(4, 24, 24) // (step·m)/den
+	VFMUL(20, 0, 0)               // w·(1 − lr·wd)
+	VFSUB(24, 0, 0)    // w −= (step·m)/den
+	FMOVS.P F8, 4(aM)           // m[i] = lane 0
+	FMOVS.P F12, 4(aV)          // v[i] = lane 0
+	FMOVS.P F0, 4(aW)           // w[i] = lane 0
+	SUB  $1, aN                 // aN--
+	B    ad1s1c1
 
 addone:
 	RET
@@ -3225,3 +3507,5 @@ addone:
 #undef aG
 #undef aM
 #undef aV
+#undef aH
+#undef aHn

@@ -451,7 +451,8 @@ func ReluMaskNEON(n int, y, dy, dx []float32) {
 	}
 }
 
-// AdamStepNEON applies one Adam step to n weights w with gradient g and
+// AdamStepNEON applies one Adam step to n weights w with gradient g (or,
+// when h is not empty, the sum g + h, rounded once; g is not written) and
 // moments m and v: with decoupled = 0, torch.optim.Adam's L2 weight
 // decay (wd·w added to g); otherwise AdamW's, wd then being the factor
 // 1 − lr·wd that w is scaled by. The scalars are precomputed by the caller
@@ -463,6 +464,9 @@ func ReluMaskNEON(n int, y, dy, dx []float32) {
 //
 //	for i := 0; i < n; i++ {
 //		gi := g[i]
+//		if len(h) > 0 {
+//			gi += h[i]
+//		}
 //		if decoupled == 0 {
 //			gi += wd * w[i]
 //		}
@@ -476,8 +480,8 @@ func ReluMaskNEON(n int, y, dy, dx []float32) {
 //			w[i] = w[i]*wd - step*mi/den
 //		}
 //	}
-func AdamStepNEON(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
-	if fastAdamStep(n, w, g, m, v) || checkAdamStep("AdamStepNEON", n, w, g, m, v) {
-		adamStepNEON(n, decoupled, w, g, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
+func AdamStepNEON(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32) {
+	if fastAdamStep(n, w, g, h, m, v) || checkAdamStep("AdamStepNEON", n, w, g, h, m, v) {
+		adamStepNEON(n, decoupled, w, g, h, m, v, b1, c1, b2, c2, wd, step, rbc2, eps)
 	}
 }

@@ -72,7 +72,27 @@ func AdamStep(p AdamParams, t int, w, g, m, v []float32) error {
 		return nil
 	}
 	k := newAdamConsts(p, t)
-	cur.adamStep(k, w, g, m, v)
+	cur.adamStep(k, w, g, nil, m, v)
+	return nil
+}
+
+// AdamStepSum is AdamStep with the gradient g + h, each element summed in
+// float32 (one rounding) in the same pass as the update; g and h are not
+// modified. It equals Axpy(1, h, g) followed by AdamStep(p, t, w, g, m, v)
+// bit for bit, in one pass over memory instead of two: the trainer steps
+// two replicas' gradients with it (with GradScale ½ for their mean).
+func AdamStepSum(p AdamParams, t int, w, g, h, m, v []float32) error {
+	if t < 1 {
+		return fmt.Errorf("kernels.AdamStepSum: step t=%d, must be ≥ 1", t)
+	}
+	if len(g) != len(w) || len(h) != len(w) || len(m) != len(w) || len(v) != len(w) {
+		return fmt.Errorf("kernels.AdamStepSum: lengths w %d, g %d, h %d, m %d, v %d differ", len(w), len(g), len(h), len(m), len(v))
+	}
+	if len(w) == 0 {
+		return nil
+	}
+	k := newAdamConsts(p, t)
+	cur.adamStep(k, w, g, h, m, v)
 	return nil
 }
 
@@ -123,30 +143,40 @@ func (k adamConsts) decoupledFlag() int {
 }
 
 // adamStepRef is the reference adamStep: the element-wise update of
-// AdamStep for len(w) elements (g, m and v at least as long), in float32.
-func adamStepRef(k adamConsts, w, g, m, v []float32) {
+// AdamStep for len(w) elements (g, m and v at least as long), in float32;
+// with h not empty (at least as long), of the gradient g + h, each sum
+// rounded to float32 before anything else (AdamStepSum, as Axpy(1, h, g)
+// would store it).
+func adamStepRef(k adamConsts, w, g, h, m, v []float32) {
 	b1, c1, b2, c2 := k.b1, k.c1, k.b2, k.c2
 	step, invSqrtBC2, eps := k.step, k.invSqrtBC2, k.eps
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
-	if k.decoupled {
-		keep := k.wd
-		for i, wi := range w {
-			gi := g[i]
-			mi := b1*m[i] + c1*gi
-			vi := b2*v[i] + c2*gi*gi
-			m[i], v[i] = mi, vi
-			den := float32(math.Sqrt(float64(vi)))*invSqrtBC2 + eps
-			w[i] = wi*keep - step*mi/den
-		}
-		return
+	sum := len(h) > 0
+	if sum {
+		h = h[:len(w)]
 	}
-	wd := k.wd
+	// keep scales w (AdamW: 1 − lr·wd; L2: 1); wd is added to the gradient
+	// (L2) or 0.
+	keep, wd := float32(1), k.wd
+	if k.decoupled {
+		keep, wd = k.wd, 0
+	}
 	for i, wi := range w {
-		gi := g[i] + wd*wi
+		gi := g[i]
+		if sum {
+			gi = float32(gi + h[i])
+		}
+		if !k.decoupled {
+			gi += wd * wi
+		}
 		mi := b1*m[i] + c1*gi
 		vi := b2*v[i] + c2*gi*gi
 		m[i], v[i] = mi, vi
 		den := float32(math.Sqrt(float64(vi)))*invSqrtBC2 + eps
-		w[i] = wi - step*mi/den
+		if k.decoupled {
+			w[i] = wi*keep - step*mi/den
+		} else {
+			w[i] = wi - step*mi/den
+		}
 	}
 }

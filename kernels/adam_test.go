@@ -46,10 +46,11 @@ func adamClose(got, want float32) bool {
 	return math.Abs(float64(got)-float64(want)) <= 2.4e-7*math.Abs(float64(want))+1e-7
 }
 
-// TestAdamStepImpls: every implementation's AdamStep equals adamStepRef
-// (bit for bit on amd64, see adamClose) on lengths 0..70 and some longer
-// ones with every tail, at odd offsets, in both forms and at several steps,
-// and leaves g unchanged.
+// TestAdamStepImpls: every implementation's AdamStep and AdamStepSum equal
+// adamStepRef (bit for bit on amd64, see adamClose) on lengths 0..70 and
+// some longer ones with every tail, at odd offsets, in both forms, with one
+// gradient and with two, and at several steps, and leave g (and h)
+// unchanged.
 func TestAdamStepImpls(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, impl string) {
 		rng := rand.New(rand.NewSource(26))
@@ -61,21 +62,33 @@ func TestAdamStepImpls(t *testing.T) {
 			lens = append(lens, 1000+rng.Intn(200))
 		}
 		for _, n := range lens {
-			for _, dec := range []bool{false, true} {
-				for _, step := range []int{1, 2, 10, 1000} {
-					p := AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-2, Decoupled: dec}
-					off := rng.Intn(8)
-					w, g, m, v := adamBufs(rng, n, off)
-					rw, rg, rm, rv := clone(w), clone(g), clone(m), clone(v)
-					if err := AdamStep(p, step, w, g, m, v); err != nil {
-						t.Fatal(err)
-					}
-					adamStepRef(newAdamConsts(p, step), rw, rg, rm, rv)
-					for j, pair := range [][2][]float32{{w, rw}, {g, rg}, {m, rm}, {v, rv}} {
-						for i := range pair[0] {
-							if !adamClose(pair[0][i], pair[1][i]) {
-								t.Fatalf("n=%d off=%d decoupled=%v t=%d: %s[%d] = %v (%#08x), ref %v (%#08x)", n, off, dec, step,
-									"wgmv"[j:j+1], i, pair[0][i], math.Float32bits(pair[0][i]), pair[1][i], math.Float32bits(pair[1][i]))
+			for _, sum := range []bool{false, true} {
+				for _, dec := range []bool{false, true} {
+					for _, step := range []int{1, 2, 10, 1000} {
+						p := AdamParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 1e-2, Decoupled: dec}
+						off := rng.Intn(8)
+						w, g, m, v := adamBufs(rng, n, off)
+						var h []float32
+						if sum {
+							_, h, _, _ = adamBufs(rng, n, rng.Intn(8))
+						}
+						rw, rg, rh, rm, rv := clone(w), clone(g), clone(h), clone(m), clone(v)
+						var err error
+						if sum {
+							err = AdamStepSum(p, step, w, g, h, m, v)
+						} else {
+							err = AdamStep(p, step, w, g, m, v)
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+						adamStepRef(newAdamConsts(p, step), rw, rg, rh, rm, rv)
+						for j, pair := range [][2][]float32{{w, rw}, {g, rg}, {m, rm}, {v, rv}, {h, rh}} {
+							for i := range pair[0] {
+								if !adamClose(pair[0][i], pair[1][i]) {
+									t.Fatalf("n=%d off=%d sum=%v decoupled=%v t=%d: %s[%d] = %v (%#08x), ref %v (%#08x)", n, off, sum, dec, step,
+										"wgmvh"[j:j+1], i, pair[0][i], math.Float32bits(pair[0][i]), pair[1][i], math.Float32bits(pair[1][i]))
+								}
 							}
 						}
 					}
@@ -105,7 +118,7 @@ func TestAdamStepNaN(t *testing.T) {
 			if err := AdamStep(p, 3, w, g, m, v); err != nil {
 				t.Fatal(err)
 			}
-			adamStepRef(newAdamConsts(p, 3), rw, g, rm, rv)
+			adamStepRef(newAdamConsts(p, 3), rw, g, nil, rm, rv)
 			for i := 0; i < n; i++ {
 				if bad[i] {
 					if !isNaN32(w[i]) || !isNaN32(m[i]) || !isNaN32(v[i]) {
@@ -148,6 +161,91 @@ func BenchmarkAdamStep(b *testing.B) {
 				}
 				b.ReportMetric(float64(28*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 			})
+		}
+	})
+}
+
+// BenchmarkAdamStepSum times the trainer's optimizer pass for two replicas'
+// gradients over the Sabour model's primary-capsule weights: Axpy(1, h, g)
+// then AdamStep (two passes, "axpy+adam", 40 bytes a weight) against
+// AdamStepSum (one, "sum", 32 bytes a weight); GB/s counts those bytes.
+func BenchmarkAdamStepSum(b *testing.B) {
+	forEachImpl(b, func(b *testing.B, impl string) {
+		const n = 5308672
+		rng := rand.New(rand.NewSource(3))
+		w, g, m, v := adamBufs(rng, n, 0)
+		_, h, _, _ := adamBufs(rng, n, 0)
+		p := DefaultAdamParams()
+		p.GradScale = 0.5
+		for _, form := range []string{"axpy+adam", "sum"} {
+			b.Run("form="+form, func(b *testing.B) {
+				b.ReportAllocs()
+				b.ResetTimer()
+				bytes := 32
+				for i := 0; i < b.N; i++ {
+					var err error
+					if form == "sum" {
+						err = AdamStepSum(p, 1+i%1000, w, g, h, m, v)
+					} else {
+						bytes = 40
+						if err = Axpy(1, h, g); err == nil {
+							err = AdamStep(p, 1+i%1000, w, g, m, v)
+						}
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(bytes*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	})
+}
+
+// TestAdamStepSumAxpy: AdamStepSum(g, h) gives the bits of Axpy(1, h, g)
+// followed by AdamStep on the sum — the trainer's two-replica reduction it
+// replaces — with GradScale ½ (the replicas' mean) and 1, in both decay
+// forms, on every implementation; and its argument errors.
+func TestAdamStepSumAxpy(t *testing.T) {
+	forEachImpl(t, func(t *testing.T, impl string) {
+		rng := rand.New(rand.NewSource(7))
+		for _, dec := range []bool{false, true} {
+			for _, scale := range []float64{0, 0.5} {
+				const n = 1037
+				p := DefaultAdamParams()
+				p.WeightDecay, p.Decoupled, p.GradScale = 1e-2, dec, scale
+				w, g, m, v := adamBufs(rng, n, 1)
+				_, h, _, _ := adamBufs(rng, n, 2)
+				w2, g2, m2, v2 := clone(w), clone(g), clone(m), clone(v)
+				gIn, hIn := clone(g), clone(h)
+				if err := AdamStepSum(p, 5, w, g, h, m, v); err != nil {
+					t.Fatal(err)
+				}
+				if err := Axpy(1, h, g2); err != nil {
+					t.Fatal(err)
+				}
+				if err := AdamStep(p, 5, w2, g2, m2, v2); err != nil {
+					t.Fatal(err)
+				}
+				for i := range w {
+					if !adamClose(w[i], w2[i]) || !adamClose(m[i], m2[i]) || !adamClose(v[i], v2[i]) {
+						t.Fatalf("%s decoupled=%v scale=%g: element %d: w %v m %v v %v, want %v %v %v", impl, dec, scale, i, w[i], m[i], v[i], w2[i], m2[i], v2[i])
+					}
+					if g[i] != gIn[i] || h[i] != hIn[i] {
+						t.Fatalf("%s: AdamStepSum wrote its gradients (element %d)", impl, i)
+					}
+				}
+			}
+		}
+		w, g, m, v := adamBufs(rng, 4, 0)
+		if err := AdamStepSum(DefaultAdamParams(), 1, w, g, g[:3], m, v); err == nil {
+			t.Error("AdamStepSum accepted a short h")
+		}
+		if err := AdamStepSum(DefaultAdamParams(), 0, w, g, g, m, v); err == nil {
+			t.Error("AdamStepSum accepted step 0")
+		}
+		if err := AdamStepSum(DefaultAdamParams(), 1, nil, nil, nil, nil, nil); err != nil {
+			t.Errorf("AdamStepSum on nothing: %v", err)
 		}
 	})
 }

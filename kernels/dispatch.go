@@ -130,10 +130,12 @@ type ops struct {
 	reluMask func(n int, y, dy, dx []float32)
 
 	// adamStep is AdamStep's element-wise update of len(w) elements (g, m
-	// and v at least as long; w may be empty) with the scalars of k: the
-	// float32 operations of adamStepRef, in its order, never fused. Bit for
-	// bit adamStepRef on amd64 (see adam.go for arm64).
-	adamStep func(k adamConsts, w, g, m, v []float32)
+	// and v at least as long; w may be empty) with the scalars of k, of the
+	// gradient g or, when h is not empty (then at least as long as w), of
+	// g + h (AdamStepSum): the float32 operations of adamStepRef, in its
+	// order, never fused. Bit for bit adamStepRef on amd64 (see adam.go for
+	// arm64).
+	adamStep func(k adamConsts, w, g, h, m, v []float32)
 
 	// fmaPeak is the FMA throughput loop of FMAPeak (peak.go): fn(out, in,
 	// iters) runs iters rounds of one FMA on each of a independent

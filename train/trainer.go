@@ -256,13 +256,19 @@ func (t *Trainer) optimize(r int) error {
 			// One replica: its gradient is the batch's.
 			g, a.GradScale = t.Reps[0].Grads[i].Data()[lo:hi], 0
 		case nr == 2 && t.Reps[0].Batch == t.Reps[1].Batch:
-			// Two equal replicas: their sum, in replica 0's buffer, with
-			// the mean's factor ½ folded into Adam's scalars, which is the
-			// reduction's result bit for bit (½·g0 + ½·g1 = ½·(g0 + g1))
-			// in two passes over the gradients fewer.
-			g = t.Reps[0].Grads[i].Data()[lo:hi]
-			_ = kernels.Axpy(1, t.Reps[1].Grads[i].Data()[lo:hi], g) // equal lengths
+			// Two equal replicas: Adam on their sum, added in the same
+			// pass (AdamStepSum: the bits of Axpy(1, g1, g0) then
+			// AdamStep, in one pass over memory instead of two), with the
+			// mean's factor ½ folded into Adam's scalars, which is the
+			// reduction's result bit for bit (½·g0 + ½·g1 = ½·(g0 + g1)).
+			// The replicas' gradient buffers are left as Backward wrote
+			// them.
 			a.GradScale = 0.5
+			if err := kernels.AdamStepSum(a, t.Step, q.Buf.Data()[lo:hi], t.Reps[0].Grads[i].Data()[lo:hi],
+				t.Reps[1].Grads[i].Data()[lo:hi], t.m[i].Data()[lo:hi], t.v[i].Data()[lo:hi]); err != nil {
+				return fmt.Errorf("adam %s: %w", q.Name, err)
+			}
+			continue
 		default:
 			g = t.grad[i].Data()[lo:hi]
 			for rr, rep := range t.Reps {

@@ -8,12 +8,15 @@ import (
 
 // adamStep: one Adam (or AdamW) update of n weights, element-wise in
 // float32 with the scalars (b1, c1, b2, c2, wd, step, rbc2, eps) computed
-// by the caller, in the order and with the operands of the Go loop of
+// by the caller, of the gradient g or, when h is not empty, of the sum
+// g + h (rounded once, as the trainer's replica reduction kernels.Axpy(1,
+// h, g) would leave it in g, which is not written here), in the order and with the operands of the Go loop of
 // kernels.adamStepRef on amd64, where Go does not fuse a multiply and an
 // add (GOAMD64 < v3): every product is rounded before its sum, VSQRTPS is
 // the correctly rounded sqrt (as float32(math.Sqrt(float64(x)))), VDIVPS a
 // true division. So the result is the reference's bit for bit. Per lane:
 //
+//	g  = g + h   (when len(h) > 0)
 //	L2 (decoupled = 0):          decoupled ≠ 0 (wd is 1 − lr·wd):
 //	gi = g + wd·w                gi = g
 //	m  = b1·m + c1·gi
@@ -24,18 +27,21 @@ import (
 // Blocks of adamNV(s) vectors (one after the other in the same four
 // registers on AVX2, whose other registers hold the eight scalars and the
 // tail mask; four register sets on AVX-512), single vectors, a masked
-// tail; the decoupled flag selects one of two copies of the loops.
+// tail; the decoupled flag and whether h is empty select one of four
+// copies of the loops.
 //
 // Registers: v0..v7 the scalars b1, c1, b2, c2, wd, step, rbc2, eps in
 // every lane; per vector four: W (w), G (g, then gi, then den), M (m, then
-// the step), V (a product, then v).
+// the step), V (h, then a product, then v).
 func adamStep(s isa) {
 	s.text("adamStep", "one Adam or AdamW step, element-wise")
-	n, w, g, pm, pv, dec := epN, RDI, RSI, R10, R11, R12
+	n, w, g, h, pm, pv, dec, hn := epN, RDI, RSI, R8, R10, R11, R12, R14
 	arg("n", n)
 	arg("decoupled", dec)
+	Load(Param("h").Len(), hn)
 	base("w", w)
 	base("g", g)
+	base("h", h)
 	base("m", pm)
 	base("v", pv)
 	TESTQ(n, n)
@@ -53,10 +59,14 @@ func adamStep(s isa) {
 	vb := s.vb()
 	// one updates the vector at byte offset disp from element epC, with
 	// register set r.
-	one := func(masked, decoupled bool, r, disp int) {
+	one := func(masked, decoupled, sum bool, r, disp int) {
 		W, G, M, V := s.v(8+4*r), s.v(9+4*r), s.v(10+4*r), s.v(11+4*r)
 		s.ld(masked, m(w, epC, disp), W)
 		s.ld(masked, m(g, epC, disp), G)
+		if sum {
+			s.ld(masked, m(h, epC, disp), V)
+			VADDPS(V, G, G) // g + h
+		}
 		if !decoupled {
 			VMULPS(W, wd, M) // wd·w
 			VADDPS(M, G, G)  // gi = g + wd·w
@@ -83,25 +93,35 @@ func adamStep(s isa) {
 		VSUBPS(M, W, W) // w − (step·m)/den
 		s.st(masked, W, m(w, epC, disp))
 	}
-	loops := func(p string, decoupled bool) {
+	loops := func(p string, decoupled, sum bool) {
 		s.epColumns(nv, p, "done", func() {
 			for i := 0; i < nv; i++ {
 				r := i
 				if !s.zmm {
 					r = 0
 				}
-				one(false, decoupled, r, i*vb)
+				one(false, decoupled, sum, r, i*vb)
 			}
 		}, func(masked bool) {
-			one(masked, decoupled, 0, 0)
+			one(masked, decoupled, sum, 0, 0)
 		})
 	}
+	TESTQ(hn, hn)
+	JNZ(LabelRef("sum"))
 	TESTQ(dec, dec)
 	JNZ(LabelRef("dw"))
-	loops("l2", false)
+	loops("l2", false, false)
 	JMP(LabelRef("done"))
 	Label("dw")
-	loops("dw", true)
+	loops("dw", true, false)
+	JMP(LabelRef("done"))
+	Label("sum")
+	TESTQ(dec, dec)
+	JNZ(LabelRef("sdw"))
+	loops("sl2", false, true)
+	JMP(LabelRef("done"))
+	Label("sdw")
+	loops("sdw", true, true)
 	done("done")
 }
 

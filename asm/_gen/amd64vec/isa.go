@@ -353,7 +353,7 @@ var sig = map[string]string{
 	"exp":                "func(x, y []float32)",
 	"biasAct":            "func(rows, n int, y []float32, ldy int, bias []float32, relu int)",
 	"reluMask":           "func(n int, y, dy, dx []float32)",
-	"adamStep":           "func(n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)",
+	"adamStep":           "func(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)",
 }
 
 // text starts the unexported assembly function family+suffix.

@@ -91,7 +91,7 @@ var funcs = map[string]string{
 	"FMAPeakNEON":         "out, in []float32, iters int",
 	"BiasActNEON":         "rows, n int, y []float32, ldy int, bias []float32, relu int",
 	"ReluMaskNEON":        "n int, y, dy, dx []float32",
-	"AdamStepNEON":        "n, decoupled int, w, g, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32",
+	"AdamStepNEON":        "n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32",
 }
 
 // sgemmParams is the signature of every SGEMM micro-kernel.
