@@ -45,7 +45,28 @@ const MemoryEnv = "CAPSTAN_MAX_MEMORY"
 // the optimizer state. A malformed or non-positive MemoryEnv is an error
 // naming it. With MaxModelBytes 0 the limit is ¾ of the machine's memory
 // (see MaxModelBytes).
+//
+// Whatever its source, the limit is at most the largest arena the platform
+// allows (graph.MaxArenaFloats floats: 2 GiB where int has 32 bits, 4 TiB
+// elsewhere), and the source then says so: a model a 32-bit process could
+// not address is refused with the memory-limit error, naming that bound.
 func ModelMemoryLimit() (limit int64, source string, err error) {
+	limit, source, err = modelMemoryLimit()
+	if err != nil {
+		return 0, "", err
+	}
+	if max := arenaBytes(); limit > max {
+		limit, source = max, fmt.Sprintf("the largest arena of a %d-bit process, lower than %s", strconv.IntSize, source)
+	}
+	return limit, source, nil
+}
+
+// arenaBytes is the size in bytes of the largest arena (a variable so that
+// tests can lower it).
+var arenaBytes = func() int64 { return int64(graph.MaxArenaFloats) * 4 }
+
+// modelMemoryLimit is ModelMemoryLimit before the platform's bound.
+func modelMemoryLimit() (limit int64, source string, err error) {
 	if s := os.Getenv(MemoryEnv); s != "" {
 		v, err := parseBytes(s)
 		if err != nil {
@@ -131,6 +152,11 @@ func suggestBytes(b int64) string {
 func memoryError(model, needs string, need, limit int64, source string) error {
 	if model == "" {
 		model = "(unnamed)"
+	}
+	if limit >= arenaBytes() {
+		// The platform's bound: no setting raises it.
+		return fmt.Errorf("model %s: %s, more than the limit of %s (%s); a smaller batch or model, or a 64-bit build, fits",
+			model, needs, fmtBytes(limit), source)
 	}
 	return fmt.Errorf("model %s: %s, more than the limit of %s (%s); raise it with %s=%s",
 		model, needs, fmtBytes(limit), source, MemoryEnv, suggestBytes(need))

@@ -2,6 +2,7 @@ package capsnet
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,10 +43,12 @@ func TestModelMemoryLimit(t *testing.T) {
 		want, wantSource = mem/4*3, "¾ of "+what
 	}
 	if as, ok := addressSpaceLimit(); ok && as/2 < want {
-		if err != nil || limit != as/2 || source != "half of ulimit -v" {
-			t.Errorf("under ulimit -v %d: limit %d from %q, %v", as, limit, source, err)
-		}
-	} else if err != nil || limit != want || source != wantSource {
+		want, wantSource = as/2, "half of ulimit -v"
+	}
+	if want > arenaBytes() { // a 32-bit process: TestPlatformLimit
+		want, wantSource = arenaBytes(), "the largest arena of a 32-bit process, lower than "+wantSource
+	}
+	if err != nil || limit != want || source != wantSource {
 		t.Errorf("default: limit %d from %q, %v; want %d from %q", limit, source, err, want, wantSource)
 	}
 	if runtime.GOOS == "linux" {
@@ -54,8 +57,10 @@ func TestModelMemoryLimit(t *testing.T) {
 		}
 	}
 	t.Setenv(MemoryEnv, "3GiB")
-	if limit, source, err := ModelMemoryLimit(); err != nil || limit != 3<<30 || source != MemoryEnv {
+	if limit, source, err := ModelMemoryLimit(); strconv.IntSize == 64 && (err != nil || limit != 3<<30 || source != MemoryEnv) {
 		t.Errorf("%s=3GiB: limit %d from %q, %v", MemoryEnv, limit, source, err)
+	} else if strconv.IntSize == 32 && (err != nil || limit != arenaBytes()) { // past a 32-bit process's largest arena (TestPlatformLimit)
+		t.Errorf("%s=3GiB on 32-bit: limit %d from %q, %v", MemoryEnv, limit, source, err)
 	}
 	cfg := Presets()["tiny-deep"]
 	p, err := NewParams(cfg)
@@ -184,4 +189,43 @@ func TestMain(m *testing.M) {
 	// environment must not change the other tests' models.
 	os.Unsetenv(MemoryEnv)
 	os.Exit(m.Run())
+}
+
+// TestPlatformLimit: the model limit is at most the largest arena of the
+// platform (2 GiB on 32-bit): a larger setting is lowered to it with a
+// source that says so, and a model past it gets the memory-limit error
+// without the advice to raise a setting (none can). The bound is lowered
+// here so that the test runs on every GOARCH.
+func TestPlatformLimit(t *testing.T) {
+	prev := arenaBytes
+	defer func() { arenaBytes = prev }()
+	if got, want := arenaBytes(), int64(graph.MaxArenaFloats)*4; got != want {
+		t.Fatalf("arenaBytes() = %d, want graph.MaxArenaFloats·4 = %d", got, want)
+	}
+	if strconv.IntSize == 32 && arenaBytes() != int64(math.MaxInt/4)*4 {
+		t.Errorf("32-bit arena bound %d, want %d", arenaBytes(), int64(math.MaxInt/4)*4)
+	}
+	arenaBytes = func() int64 { return 1 << 20 }
+	t.Setenv(MemoryEnv, "3GiB")
+	limit, source, err := ModelMemoryLimit()
+	if err != nil || limit != 1<<20 || !strings.Contains(source, "the largest arena of a") || !strings.Contains(source, "lower than "+MemoryEnv) {
+		t.Fatalf("%s=3GiB over the platform's bound: limit %d from %q, %v", MemoryEnv, limit, source, err)
+	}
+	t.Setenv(MemoryEnv, "512KiB")
+	if limit, source, err := ModelMemoryLimit(); err != nil || limit != 512<<10 || source != MemoryEnv {
+		t.Errorf("%s=512KiB under the bound: limit %d from %q, %v", MemoryEnv, limit, source, err)
+	}
+	t.Setenv(MemoryEnv, "3GiB")
+	p, err := NewParams(Presets()["tiny-deep"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewNet(p, 64)
+	if err == nil {
+		t.Fatal("a Net past the platform's bound was accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "more than the limit of 1.0 MiB (the largest arena of a") ||
+		strings.Contains(msg, "raise it with") || !strings.Contains(msg, "64-bit build") {
+		t.Errorf("past the platform's bound: %q", msg)
+	}
 }

@@ -195,6 +195,13 @@ func (a *Arena) alloc(name string, kind Kind, dt DType, shape []int) *Buf {
 // shape computed from hostile sizes is an error, not a panic.
 const maxFloats = min(1<<40, math.MaxInt/4)
 
+// MaxArenaFloats is the most floats an arena may hold on this platform
+// (maxFloats: 2^40, or math.MaxInt/4 where int has 32 bits): a memory limit
+// above MaxArenaFloats·4 bytes cannot be reached by a plan, and package
+// capsnet lowers its model limit to it so that a model too big for the
+// platform gets the memory-limit error, not the arena's.
+const MaxArenaFloats = maxFloats
+
 // MaxArenaBytes is the largest arena Seal and SealShared allocate (16 GiB by
 // default) unless the arena has its own size check (SetSizeCheck). A larger
 // plan is refused with an error that names the size, so that a model too
