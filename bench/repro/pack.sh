@@ -11,7 +11,12 @@
 #     with -finished max-pooled into at most 1,000 records (go run
 #     ./tools/pool, from telemetry.ndjson or, as runs write it by default,
 #     telemetry.ndjson.gz; the pooling is recorded in the file's header,
-#     and a pooled log cannot be continued; a pooled one is kept), else
+#     and a pooled log cannot be continued; a pooled one is kept) when git
+#     does not track the log yet; a log committed earlier (a run that
+#     trained over several sessions) is kept whole with its parts, as the
+#     run wrote them: pooling it would add a new file and delete the
+#     committed ones, which costs the submission more than the new parts
+#     and saves nothing (the history keeps them); else
 #     whole: a plain telemetry.ndjson (runs with -telemetry-format ndjson,
 #     and those before gzip was the default) compressed (gzip -9, through
 #     a temporary file and a rename), a telemetry.ndjson.gz as the run
@@ -48,6 +53,7 @@ for d in "$@"; do
 		mv "$tmp" "$d/telemetry.ndjson.gz"
 		files+=("$d/telemetry.ndjson.gz")
 	elif [ -f "$d/telemetry.ndjson.gz" ] && [ "$finished" = 1 ] &&
+		! git ls-files --error-unmatch "$d/telemetry.ndjson.gz" >/dev/null 2>&1 &&
 		! { gzip -dc "$d/telemetry.ndjson.gz" 2>/dev/null || true; } | head -n 1 | grep -q '"pool":'; then
 		shopt -s nullglob
 		parts=("$d"/telemetry.ndjson.gz.part[0-9]*)
