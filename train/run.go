@@ -155,7 +155,9 @@ func newLoop(o *Options, d *runDir) (_ *loop, err error) {
 		return nil, err
 	}
 	l.st.provenance = o.provenance(l.st.provenance)
-	l.reconW = float64(o.Model.Loss.ReconWeight(params.Geo.Pixels))
+	// The weight the Nets' total loss uses (Layout.ReconWeight), not a
+	// second computation of it from the config.
+	l.reconW = float64(params.Layout.ReconWeight)
 	l.batch = l.tb.NewBatch()
 	l.labels = make([]int, o.Batch)
 	return l, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,10 +114,27 @@ func TestRunReproducibleAndResumable(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("metrics has %d lines, want 2", len(lines))
 	}
+	// The total loss weighs the reconstruction as the Nets do
+	// (Layout.ReconWeight of the model's input); the model has a decoder,
+	// so a weight of 0 or another weight would show.
+	lay, err := ck.Config.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := float64(lay.ReconWeight)
+	if w <= 0 {
+		t.Fatalf("%s: reconstruction weight %g, want > 0 for this check", ck.Config.Name, w)
+	}
 	for _, l := range lines {
 		var m EpochMetrics
 		if err := json.Unmarshal([]byte(l), &m); err != nil || m.ImgPerSec <= 0 || m.Kernels != kernels.Impl() {
 			t.Errorf("metrics line %q: %v", l, err)
+		}
+		// The same float64 sum the loop computes, through a JSON round trip
+		// that keeps float64 exact: only rounding of that sum is allowed.
+		want := m.MarginLoss + w*m.ReconLoss
+		if m.ReconLoss <= 0 || math.Abs(m.Loss-want) > 1e-12*math.Max(1, math.Abs(want)) {
+			t.Errorf("epoch %d: loss %v, want margin %v + %v × recon %v = %v", m.Epoch, m.Loss, m.MarginLoss, w, m.ReconLoss, want)
 		}
 	}
 }
