@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -47,11 +48,40 @@ func TestConvForwardPacked(t *testing.T) {
 		convTargetCols, convMaxColFloats = 40, 1
 		t.Run("plan=tiny", testConvForwardPacked)
 	})
+	// The transposed layout (batch-1 packings) on every shape it can take:
+	// every implementation, the default and tiny plans (several chunks and
+	// slabs: the forward at batch > 1 splits the reduction as the chunked
+	// path does), with the direct path off so that every shape packed at
+	// batch 1 takes it, the portable driver with tiny blocking.
+	t.Run("layout=transposed", func(t *testing.T) {
+		defer func(r float64) { convPackTRatio, convDirectOn = r, true }(convPackTRatio)
+		convPackTRatio, convDirectOn = math.Inf(1), false
+		transposed := convPackedTransposed
+		testConvForwardPacked(t)
+		t.Run("plan=tiny", func(t *testing.T) {
+			defer func(c, f int) { convTargetCols, convMaxColFloats = c, f }(convTargetCols, convMaxColFloats)
+			convTargetCols, convMaxColFloats = 40, 1
+			testConvForwardPacked(t)
+		})
+		t.Run("driver=go4x4-tiny", func(t *testing.T) {
+			defer func() { convTestDriver = nil }()
+			convTestDriver = newSgemmBlocked(sgemmMicroGo, 4, 4, 5, 9, 10)
+			testConvForwardPacked(t)
+		})
+		if convPackedTransposed == transposed {
+			t.Fatal("no shape was packed transposed: the layout went untested")
+		}
+	})
 	for _, tile := range sgemmRunnableTiles() {
 		t.Run("tile="+tile.name, func(t *testing.T) {
 			defer func() { convTestDriver = nil }()
 			convTestDriver = newSgemmFromChoice(sgemmDefaultBlocking(tile))
 			testConvForwardPacked(t)
+			t.Run("layout=transposed", func(t *testing.T) {
+				defer func(r float64) { convPackTRatio, convDirectOn = r, true }(convPackTRatio)
+				convPackTRatio, convDirectOn = math.Inf(1), false
+				testConvForwardPacked(t)
+			})
 			// Tiny blocking on the tile: several kc blocks of each panel.
 			c := sgemmDefaultBlocking(tile)
 			c.kc, c.mc, c.nc = 7, tile.mr*2, tile.nr*2
@@ -60,6 +90,10 @@ func TestConvForwardPacked(t *testing.T) {
 		})
 	}
 }
+
+// convPackedTransposed counts the packings testConvForwardPacked made in
+// the transposed layout (so that the tests forcing it can tell it ran).
+var convPackedTransposed int
 
 func testConvForwardPacked(t *testing.T) {
 	shapes := convTestShapes()
@@ -100,6 +134,9 @@ func testConvForwardPacked(t *testing.T) {
 			}
 			if !p.Current() {
 				t.Fatalf("%s: packed weights not Current right after PackConv", name)
+			}
+			if p.nr > 0 {
+				convPackedTransposed++
 			}
 			for _, relu := range []bool{false, true} {
 				want, got := convNaN(s.YLen(), 0), convNaN(s.YLen(), 1)
@@ -211,4 +248,68 @@ func TestConvForwardPackedAllocs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConvPackTransposedChoice: PackConv packs Sabour's primary capsules
+// (36 positions, 256 channels; here 32 input channels to keep it small)
+// transposed at batch 1 on every 32-column tile, where the untransposed
+// product fills 56% of its panels, but not at batch 2 nor on a shape whose
+// positions fill the panels (the deep model's 34×34 layer); and the
+// forward of batch 1 and of batch 3 on those weights gives ConvForward's
+// bits.
+func TestConvPackTransposedChoice(t *testing.T) {
+	prim := ConvShape{Batch: 1, InC: 32, InH: 20, InW: 20, OutC: 256, KH: 9, KW: 9, StrideH: 2, StrideW: 2, Groups: 1}
+	wide := ConvShape{Batch: 1, InC: 8, InH: 34, InW: 34, OutC: 64, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, Groups: 1}
+	tested := 0
+	for _, tile := range sgemmRunnableTiles() {
+		if tile.nr != 32 {
+			continue
+		}
+		tested++
+		t.Run("tile="+tile.name, func(t *testing.T) {
+			defer func() { convTestDriver = nil }()
+			convTestDriver = newSgemmFromChoice(sgemmDefaultBlocking(tile))
+			rng := rand.New(rand.NewPCG(3, 4))
+			w := convRand(rng, prim.WLen(), 1)
+			for _, c := range []struct {
+				sh   ConvShape
+				want bool
+			}{{prim, true}, {prim.withBatch(2), false}, {wide, false}} {
+				p, err := PackConv(c.sh, make([]float32, c.sh.PackedSize()), w[:c.sh.WLen()])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.nr > 0; got != c.want {
+					t.Errorf("%+v: packed transposed %v, want %v", c.sh, got, c.want)
+				}
+			}
+			p, err := PackConv(prim, make([]float32, prim.PackedSize()), w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, batch := range []int{1, 3} {
+				s := prim.withBatch(batch)
+				x := convRand(rng, s.XLen(), 2)
+				bias := convRand(rng, s.OutC, 3)
+				work := convNaN(s.ArenaWorkSize(), 0)
+				want, got := convNaN(s.YLen(), 0), convNaN(s.YLen(), 1)
+				if err := ConvForward(s, want, x, w, bias, work); err != nil {
+					t.Fatal(err)
+				}
+				if err := ConvForwardPacked(s, got, x, p, bias, work); err != nil {
+					t.Fatal(err)
+				}
+				convSameBits(t, fmt.Sprintf("batch %d: transposed packed y", batch), got, want)
+			}
+		})
+	}
+	if tested == 0 {
+		t.Skip("no 32-column SGEMM tile runs on this CPU")
+	}
+}
+
+// withBatch returns s with the batch b.
+func (s ConvShape) withBatch(b int) ConvShape {
+	s.Batch = b
+	return s
 }
