@@ -100,8 +100,8 @@ func convPackedLenT(s ConvShape, nr int) int {
 	return s.Groups * roundUp(og, nr) * k
 }
 
-// len is the length of p's packed weights for the shape s.
-func (p ConvPacked) len(s ConvShape) int {
+// dataLen is the length of p's packed weights for the shape s.
+func (p ConvPacked) dataLen(s ConvShape) int {
 	if p.nr > 0 {
 		return convPackedLenT(s, p.nr)
 	}
@@ -137,7 +137,9 @@ func convPackedLen(s ConvShape, mr int) int {
 
 // PackedSize returns the number of float32 PackConv needs for this shape
 // on any implementation this binary can Use (so that memory sized once
-// stays enough after kernels.Use), whatever the batch; 0 for a depthwise
+// stays enough after kernels.Use) and for the layout of the shape's batch
+// (at batch 1 the larger of the usual and the transposed layout; see
+// "Transposed packing" above); 0 for a depthwise
 // shape (InC = OutC = Groups), whose forward reads the weights in place
 // (there is nothing to pack: use ConvForward), and for a shape that fails
 // Validate.
@@ -260,7 +262,7 @@ func convForwardPacked(fn string, sh ConvShape, y, x []float32, p ConvPacked, bi
 		return fmt.Errorf("kernels.%s: weights packed in panels of %d rows, the implementation in use (%s) reads %d: PackConv again", fn, p.mr, Impl(), convPackMR())
 	}
 	if err := errors.Join(convCheckLen(fn, "y", len(y), sh.YLen()), convCheckLen(fn, "x", len(x), sh.XLen()),
-		convCheckLen(fn, "packed weights", len(p.data), p.len(sh))); err != nil {
+		convCheckLen(fn, "packed weights", len(p.data), p.dataLen(sh))); err != nil {
 		return err
 	}
 	if bias != nil && len(bias) < sh.OutC {
