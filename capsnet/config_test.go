@@ -320,3 +320,31 @@ func TestUniformGridPresets(t *testing.T) {
 		t.Errorf("%d grid twins, want %d (8 depths × 3 capsule counts × 4 dimensions × %d kinds)", twins, want, len(RoutingKinds)-1)
 	}
 }
+
+// TestGridCoords: the grid presets and their routing twins give their n,
+// d and L; other names, and grid-like names off the grid, give none.
+func TestGridCoords(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		n, d, L int
+		ok      bool
+	}{
+		{"deep-n16-d8-L1", 16, 8, 1, true},
+		{"deep-n64-d32-L6-uniform", 64, 32, 6, true},
+		{"deep-n32-d16-L8-self-attention", 32, 16, 8, true},
+		{"deep-n16-d8-L9", 0, 0, 0, false},
+		{"deep-n16-d8-L1-nonsense", 0, 0, 0, false},
+		{"deep", 0, 0, 0, false},
+		{"", 0, 0, 0, false},
+	} {
+		n, d, L, ok := GridCoords(c.name)
+		if n != c.n || d != c.d || L != c.L || ok != c.ok {
+			t.Errorf("GridCoords(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", c.name, n, d, L, ok, c.n, c.d, c.L, c.ok)
+		}
+	}
+	for name := range Presets() {
+		if _, _, _, ok := GridCoords(name); ok != strings.HasPrefix(name, "deep-n") {
+			t.Errorf("preset %s: GridCoords ok %v", name, ok)
+		}
+	}
+}

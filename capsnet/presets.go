@@ -22,18 +22,26 @@ func gridName(n, d, L int) string { return fmt.Sprintf("deep-n%d-d%d-L%d", n, d,
 
 // isGridName reports whether name is a grid preset (of any routing kind).
 func isGridName(name string) bool {
+	_, _, _, ok := GridCoords(name)
+	return ok
+}
+
+// GridCoords returns the capsules per layer n, their dimension d and the
+// capsule layers L of the grid preset name (deep-nN-dD-LL or one of its
+// routing twins); ok is false when name is not a grid preset.
+func GridCoords(name string) (n, d, L int, ok bool) {
 	for _, n := range GridN {
 		for _, d := range GridD {
 			for _, L := range GridL {
 				for i := range RoutingKinds {
 					if name == PresetTwin(gridName(n, d, L), RoutingKinds[i].Name) {
-						return true
+						return n, d, L, true
 					}
 				}
 			}
 		}
 	}
-	return false
+	return 0, 0, 0, false
 }
 
 // PresetHint describes the model presets for an error or a flag's help:

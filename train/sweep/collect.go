@@ -67,6 +67,8 @@ type Arch struct {
 	Kinds    map[string]Accuracy `json:"kinds"`
 	// reports are the analyses of the RBA seeds.
 	reports []analysis.Report
+	// model is the model of its tasks (a preset's name or a config file).
+	model string
 }
 
 // Of returns the architecture's accuracy under routing kind name: no
@@ -494,7 +496,7 @@ func summarize(manifestPath string, tasks []Task, outs []outcome) *Summary {
 		}
 		a := byName[name]
 		if a == nil {
-			a = &archAcc{arch: Arch{Arch: name, Depth: t.Depth, Capsules: t.Capsules, Dim: t.Dim}, acc: map[string]*accumulator{}}
+			a = &archAcc{arch: Arch{Arch: name, Depth: t.Depth, Capsules: t.Capsules, Dim: t.Dim, model: t.Model}, acc: map[string]*accumulator{}}
 			byName[name] = a
 			order = append(order, a)
 		}

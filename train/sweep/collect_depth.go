@@ -445,7 +445,8 @@ func (s *Summary) depthPlots() ([]*plot.Plot, error) {
 	dead := figure.NewPlot("Dead capsules per hidden layer", "hidden capsule layer (1: the first after the primary capsules)", "dead capsules (cds)")
 	dead.Legend.Top = true
 	maxPos, maxY := 1, 1.0
-	for _, l := range st.deadLines(gs) {
+	deadLines := st.deadLines(gs)
+	for _, l := range deadLines {
 		maxPos = max(maxPos, l.group.Depth-1)
 		for _, pt := range l.pts {
 			maxY = math.Max(maxY, pt.Y)
@@ -456,7 +457,7 @@ func (s *Summary) depthPlots() ([]*plot.Plot, error) {
 		}
 	}
 	dead.X.Min, dead.X.Max, dead.X.Tick.Marker = 0.5, float64(maxPos)+0.5, intTicks(positions(maxPos))
-	dead.Y.Min, dead.Y.Max = 0, maxY*1.05+0.5
+	dead.Y.Min, dead.Y.Max = 0, legendRoom(len(deadLines), 0, maxY*1.05+0.5)
 	dead.Y.Tick.Marker = figure.IntTicks{}
 	if maxY <= 20 {
 		dead.Y.Tick.Marker = intTicks(append([]int{0}, positions(int(math.Ceil(maxY)))...))
@@ -465,7 +466,8 @@ func (s *Summary) depthPlots() ([]*plot.Plot, error) {
 	acc := figure.NewPlot("Accuracy against depth", "routing layers L", s.evalName()+" accuracy (%)")
 	acc.Legend.Top = true
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for i, l := range st.accLines(gs) {
+	accLines := st.accLines(gs)
+	for i, l := range accLines {
 		for _, pt := range l.pts {
 			lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 		}
@@ -481,9 +483,25 @@ func (s *Summary) depthPlots() ([]*plot.Plot, error) {
 		lo, hi = 0, 100
 	}
 	pad := math.Max((hi-lo)*0.1, 0.5)
-	acc.Y.Min, acc.Y.Max = lo-pad, hi+pad
+	acc.Y.Min, acc.Y.Max = lo-pad, legendRoom(len(accLines), lo-pad, hi+pad)
 	acc.X.Min, acc.X.Max, acc.X.Tick.Marker = float64(ds[0])-0.5, float64(ds[len(ds)-1])+0.5, intTicks(ds)
 	return []*plot.Plot{dead, acc}, nil
+}
+
+// legendRoom returns the top of a depth panel's y axis that leaves the
+// band of its legend of n entries (along the top edge, in the font of
+// figure.NewPlot's legends) above every point of the data range lo … hi:
+// the legend's height as a fraction of the panel's data area (the
+// figure's height less about an inch of title and x axis), plus a
+// margin, at most half the panel.
+func legendRoom(n int, lo, hi float64) float64 {
+	if n == 0 || hi <= lo {
+		return hi
+	}
+	lg := figure.NewPlot("", "", "").Legend
+	rows := vg.Length(n) * (lg.TextStyle.Height("Lg") + lg.Padding)
+	frac := math.Min(0.5, float64(rows/(depthH-vg.Inch))+0.03)
+	return lo + (hi-lo)/(1-frac)
 }
 
 // intTicks labels exactly the integers given, or gonum's integer ticks

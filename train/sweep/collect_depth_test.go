@@ -167,6 +167,16 @@ func TestCollectDepthTrend(t *testing.T) {
 			t.Errorf("Markdown lacks %q:\n%s", want, m)
 		}
 	}
+	// The grid names its models as presets: the accuracy table takes
+	// their depth, capsules and dimension from the preset's name.
+	for _, want := range []string{
+		"| deep-n16-d8-L2-wd1e-06-votes1e-4-std0.2 | 2 | 16 | 8 | 1000 |",
+		"| deep-n16-d8-L3-uniform-wd1e-06-votes1e-4-std0.2 | 3 | 16 | 8 | 1000 |",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("Markdown's accuracy table lacks %q:\n%s", want, m)
+		}
+	}
 	if i, j := strings.Index(m, "## Optimizer variants"), strings.Index(m, "## Depth trend"); i < 0 || j < i {
 		t.Errorf("the depth trend (at %d) is not after the variants (at %d)", j, i)
 	}
@@ -277,6 +287,49 @@ func TestDepthLines(t *testing.T) {
 	} {
 		if got := family(DepthGroup{Arch: c.arch, Depth: 3, Routing: c.routing}); got != c.want {
 			t.Errorf("family(%q, %s) = %q, want %q", c.arch, c.routing, got, c.want)
+		}
+	}
+}
+
+// TestLegendRoom: a depth panel's y axis grows to leave its legend's
+// band free above the data (each entry at least 3% of the panel), more
+// for more entries, never beyond doubling the range; no legend, or an
+// empty range, leaves it as it was. The depth figure's panels keep every
+// point below that band.
+func TestLegendRoom(t *testing.T) {
+	if got := legendRoom(0, 0, 10); got != 10 {
+		t.Errorf("no legend: top %g, want 10", got)
+	}
+	if got := legendRoom(3, 5, 5); got != 5 {
+		t.Errorf("empty range: top %g, want 5", got)
+	}
+	prev := 10.0
+	for n := 1; n <= 40; n++ {
+		top := legendRoom(n, 0, 10)
+		free := (top - 10) / top
+		if top <= prev && free < 0.5-1e-12 || free < math.Min(0.03*float64(n), 0.5) || free > 0.5+1e-12 {
+			t.Errorf("%d entries: top %g (free %.3f of the panel), previous %g", n, top, free, prev)
+		}
+		prev = top
+	}
+	s, err := Collect(writeDepthSweep(t, t.TempDir(), depthCases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.depthPlots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newDepthStyle(s.DepthTrend)
+	for i, ls := range [][]depthLine{st.deadLines(s.DepthTrend), st.accLines(s.DepthTrend)} {
+		p := ps[i]
+		band := p.Y.Max - 0.03*float64(len(ls))*(p.Y.Max-p.Y.Min)
+		for _, l := range ls {
+			for _, pt := range l.pts {
+				if pt.Y >= band {
+					t.Errorf("panel %d: point %v of %q in the legend's band (above %g, axis %g … %g)", i, pt, l.label, band, p.Y.Min, p.Y.Max)
+				}
+			}
 		}
 	}
 }

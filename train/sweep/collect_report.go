@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/capstan-ml/capstan/capsnet"
 	"github.com/capstan-ml/capstan/capsnet/analysis"
 	"github.com/capstan-ml/capstan/capsnet/atomicfile"
 	"github.com/capstan-ml/capstan/train/report/figure"
@@ -136,9 +137,25 @@ func (s *Summary) accuracyTable() table {
 	head, cells := s.accuracyCols(func(string) string { return " " + s.evalName() })
 	t := table{head: append([]string{"architecture", "depth", "capsules", "dim", "parameters"}, head...)}
 	for _, a := range s.Archs {
-		t.rows = append(t.rows, append([]string{a.Arch, coord(a.Depth), coord(a.Capsules), coord(a.Dim), params(a.Params)}, cells(a)...))
+		L, n, d := a.coords()
+		t.rows = append(t.rows, append([]string{a.Arch, coord(L), coord(n), coord(d), params(a.Params)}, cells(a)...))
 	}
 	return t
+}
+
+// coords are a's depth, capsules and dimension: the grid's axes when its
+// tasks came from them, else those of its grid preset when its model
+// names one (deep-n16-d8-L2 in a grid's models), else zeros. Only the
+// table shows the preset's: the heatmaps keep to the axes, where a model
+// and its routing twin would share a cell.
+func (a Arch) coords() (L, n, d int) {
+	if a.Depth != 0 || a.Capsules != 0 || a.Dim != 0 {
+		return a.Depth, a.Capsules, a.Dim
+	}
+	if n, d, L, ok := capsnet.GridCoords(a.model); ok {
+		return L, n, d
+	}
+	return 0, 0, 0
 }
 
 // bestTable is the best RBA models, the other routing kinds of the same
