@@ -88,6 +88,10 @@ type convLayer struct {
 	// work and bwork are the forward's and the backward's scratch (im2col
 	// and SGEMM packing): separate buffers, so each lives in its own step.
 	work, bwork *graph.Buf
+	// save is what the forward keeps for the backward on the Winograd
+	// path (kernels.ConvForwardTrain: the transformed weights and input),
+	// in a training Net and for the shapes that take it; else nil.
+	save *graph.Buf
 	// split is the second half of the output channels when the forward
 	// runs on two threads (SetConvThreads), else nil.
 	split *convSplit
@@ -256,8 +260,19 @@ func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf, pack bool)
 			return fmt.Errorf("capsnet: %w", err)
 		}
 		L := &convLayer{ConvLayer: cv, sh: sh, w: p.Get(cv.Name + ".weight"), b: p.Get(cv.Name + ".bias"), x: x, dx: dx}
-		L.work = a.Alloc(cv.Name+".work", graph.Scratch, sh.ArenaWorkSize())
-		L.bwork = a.AllocBackward(cv.Name+".bwork", graph.Scratch, sh.ArenaWorkSize())
+		// A training Net runs the convolutions that take it by Winograd
+		// (kernels.ConvForwardTrain: Sabour's primary capsules), with its
+		// save and work; an inference Net keeps the GEMM paths (the same
+		// bits with and without packed weights).
+		ws := sh.ArenaWorkSize()
+		if !a.inference {
+			ws = sh.WinogradWorkSize()
+			if size := sh.WinogradSaveSize(); size > 0 {
+				L.save = a.Alloc(cv.Name+".winograd", graph.Activation, size)
+			}
+		}
+		L.work = a.Alloc(cv.Name+".work", graph.Scratch, ws)
+		L.bwork = a.AllocBackward(cv.Name+".bwork", graph.Scratch, ws)
 		L.dw, L.db = gradOf[L.w], gradOf[L.b]
 		if pack {
 			if size := packedLen(sh); size > 0 {
@@ -553,7 +568,7 @@ func (L *fcLayer) fcFLOPs() float64 { return 2 * float64(L.batch) * float64(L.in
 func (n *Net) scheduleForward() {
 	f := stepAdder(&n.forward)
 	for _, L := range n.convs {
-		f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf, L.pw), bufs(L.y, L.work, L.pw))
+		f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf, L.pw), bufs(L.y, L.work, L.pw, L.save))
 	}
 	lastY := n.convs[len(n.convs)-1].y
 	f("primary capsules", 0, n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))
@@ -619,8 +634,11 @@ func (n *Net) scheduleBackward() {
 			if L.ReLU {
 				y = L.y.Data()
 			}
+			if L.save != nil {
+				return kernels.ConvBackwardTrain(L.sh, L.dw.Data(), L.db.Data(), L.dx.Data(), L.x.Data(), L.dy.Data(), L.w.Buf.Data(), y, L.save.Data(), L.bwork.Data())
+			}
 			return kernels.ConvBackward(L.sh, L.dw.Data(), L.db.Data(), L.dx.Data(), L.x.Data(), L.dy.Data(), L.w.Buf.Data(), y, L.bwork.Data())
-		}, bufs(L.y, L.dy, L.x, L.w.Buf), bufs(L.dy, L.dw, L.db, L.dx, L.bwork))
+		}, bufs(L.y, L.dy, L.x, L.w.Buf, L.save), bufs(L.dy, L.dw, L.db, L.dx, L.bwork, L.save))
 	}
 }
 

@@ -152,6 +152,9 @@ func (n *Net) convForward(L *convLayer) error {
 		if L.pack.usable(false) {
 			return convPackedFunc(L)(L.sh, L.y.Data(), L.x.Data(), L.pack.whole, L.b.Buf.Data(), L.work.Data())
 		}
+		if L.save != nil {
+			return kernels.ConvForwardTrain(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.save.Data(), L.work.Data(), L.ReLU)
+		}
 		return convFunc(L)(L.sh, L.y.Data(), L.x.Data(), L.w.Buf.Data(), L.b.Buf.Data(), L.work.Data())
 	}
 	n.help.req <- s

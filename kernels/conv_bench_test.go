@@ -78,6 +78,36 @@ func benchConv(b *testing.B, pass int) {
 						})
 					}
 				}
+				// Winograd's F(2×2, 5×5) (conv_winograd.go) where it
+				// pays: ConvForwardTrain, and ConvBackwardTrain's data or
+				// filter gradient alone after it (the filter gradient's
+				// flag set again before each call: it overwrites only the
+				// saved weights, which it does not read).
+				save, wwork := make([]float32, s.WinogradSaveSize()), make([]float32, s.WinogradWorkSize())
+				if s.winoTake(save, wwork) {
+					b.Run("path=winograd", func(b *testing.B) {
+						b.ReportAllocs()
+						if err := ConvForwardTrain(s, y, x, w, bias, save, wwork, false); err != nil {
+							b.Fatal(err)
+						}
+						var err error
+						for b.Loop() {
+							switch pass {
+							case 0:
+								err = ConvForwardTrain(s, y, x, w, bias, save, wwork, false)
+							case 1:
+								err = ConvBackwardTrain(s, nil, nil, dx, x, y, w, nil, save, wwork)
+							default:
+								save[len(save)-1] = winoSavedAll
+								err = ConvBackwardTrain(s, dw, db, nil, x, y, nil, nil, save, wwork)
+							}
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						b.ReportMetric(s.FLOPs()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					})
+				}
 				b.Run("path=im2col", func(b *testing.B) {
 					defer func() { convImplicit = true }()
 					convImplicit = false
