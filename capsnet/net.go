@@ -420,6 +420,20 @@ func (a *netAlloc) AllocBackward(name string, kind graph.Kind, shape ...int) *gr
 	return a.Arena.Alloc(name, kind, shape...)
 }
 
+// WinogradConvs names the convolutions that this Net runs by Winograd
+// (kernels.ConvForwardTrain: a training Net, a shape that takes it, and an
+// implementation with a direct kernel for it; Sabour's primary capsules on
+// avx2 and avx512), in order; none in an inference Net.
+func (n *Net) WinogradConvs() []string {
+	var names []string
+	for _, L := range n.convs {
+		if L.save != nil && L.sh.WinogradRuns() {
+			names = append(names, L.Name)
+		}
+	}
+	return names
+}
+
 // Norms returns the output capsule lengths (B, classes) of the last
 // Forward: a view of the Net's memory, valid until the next pass; do not
 // modify it.

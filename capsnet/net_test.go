@@ -279,7 +279,10 @@ func sameBits(a, b [][]float32) error {
 // and on the unshared plan, and requires bitwise identical results. The
 // shared plan must also be smaller, for training and inference.
 func TestSharedPlanMatchesUnshared(t *testing.T) {
-	for _, name := range []string{"tiny-deep3", "tiny-sabour", "tiny-deep", "tiny-deep-uniform"} {
+	// sabour-small's primary capsules train by Winograd (on avx2 and
+	// avx512): what its forward keeps for the backward must survive the
+	// shared plan and the margin-only backward in between.
+	for _, name := range []string{"tiny-deep3", "tiny-sabour", "tiny-deep", "tiny-deep-uniform", "sabour-small"} {
 		p, err := NewParams(Presets()[name])
 		if err != nil {
 			t.Fatal(err)
@@ -425,5 +428,44 @@ func TestHostileConfigSizes(t *testing.T) {
 	t.Setenv(MemoryEnv, "")
 	if _, err := NewInferenceNet(p, MaxBatch); err == nil || !strings.Contains(err.Error(), "more than the limit of") {
 		t.Errorf("a batch of MaxBatch (tens of GiB of activations): %v", err)
+	}
+}
+
+// TestWinogradConvs checks which convolutions a Net runs by Winograd:
+// sabour-small's primary capsules in a training Net where the
+// implementation has a direct kernel for them, nothing in its inference
+// Net or in the deep model.
+func TestWinogradConvs(t *testing.T) {
+	for _, c := range []struct {
+		preset    string
+		inference bool
+		want      string
+	}{{"sabour-small", false, "prim"}, {"sabour-small", true, ""}, {"tiny-deep3", false, ""}} {
+		p, err := NewParams(Presets()[c.preset])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n *Net
+		if c.inference {
+			n, err = NewInferenceNet(p, 2)
+		} else {
+			n, err = NewNet(p, 2)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.want
+		if want != "" {
+			sh, err := p.Layout.Convs[len(p.Layout.Convs)-1].At(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sh.WinogradRuns() {
+				want = "" // ref, neon, or CAPSTAN_WINOGRAD=off
+			}
+		}
+		if got := strings.Join(n.WinogradConvs(), ","); got != want {
+			t.Errorf("%s inference=%v: WinogradConvs %q, want %q", c.preset, c.inference, got, want)
+		}
 	}
 }

@@ -794,6 +794,19 @@ func (s ConvShape) WinogradWorkSize() int {
 	return max(ws, s.winoWork())
 }
 
+// WinogradRuns reports whether ConvForwardTrain and ConvBackwardTrain,
+// given WinogradSaveSize and WinogradWorkSize floats, compute shape s by
+// Winograd on the implementation in use (false where WinogradSaveSize is
+// 0, with CAPSTAN_WINOGRAD=off, and on implementations without a direct
+// kernel for its channel counts: ref, neon).
+func (s ConvShape) WinogradRuns() bool {
+	if !convWinogradOn || s.WinogradSaveSize() == 0 {
+		return false
+	}
+	f, _ := s.winoKernel()
+	return f != nil
+}
+
 // winoWork is the work of the Winograd passes, for any implementation's
 // tile.
 func (s ConvShape) winoWork() int {

@@ -170,6 +170,9 @@ func TestWinogradTaken(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, impl string) {
 		save, work := make([]float32, s.WinogradSaveSize()), make([]float32, s.WinogradWorkSize())
 		taken := s.winoTake(save, work)
+		if s.WinogradRuns() != taken {
+			t.Fatalf("%s: WinogradRuns %v, the path taken %v", impl, s.WinogradRuns(), taken)
+		}
 		if f, _ := s.winoKernel(); (f != nil) != taken {
 			t.Fatalf("%s: the Winograd path is taken %v, the direct kernel fits %v", impl, taken, f != nil)
 		}

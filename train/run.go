@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/capstan-ml/capstan/capsnet"
@@ -144,8 +145,12 @@ func newLoop(o *Options, d *runDir) (_ *loop, err error) {
 	if l.st, err = d.start(o, t); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Log, "model %s: %d parameters; kernels %s; %d thread(s), batch %d; memory plan %s\n",
-		o.Model.Name, params.Count(), kernels.Impl(), len(t.Reps), o.Batch, t.Plan())
+	wino := ""
+	if w := t.Reps[0].WinogradConvs(); len(w) > 0 {
+		wino = fmt.Sprintf(" (Winograd for %s; %s=off for the GEMM path)", strings.Join(w, ", "), kernels.WinogradEnvVar)
+	}
+	fmt.Fprintf(o.Log, "model %s: %d parameters; kernels %s%s; %d thread(s), batch %d; memory plan %s\n",
+		o.Model.Name, params.Count(), kernels.Impl(), wino, len(t.Reps), o.Batch, t.Plan())
 	// Validation runs the training replicas forward only: no memory of its
 	// own, and exactly what the training graphs compute.
 	if l.ev, err = eval.FromNets(params, t.Reps); err != nil {
