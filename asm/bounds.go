@@ -274,6 +274,54 @@ func checkBiasAct(kernel string, rows, n int, y []float32, ldy int, bias []float
 	return true
 }
 
+// checkCompactAct checks a compactAct call: y holds the ch·rows×n
+// dense output, src the ch channels of rows rows (channel stride ldc, row
+// stride lds), bias one value per channel. It panics on a negative or too
+// large argument or a short operand and returns false on an empty shape.
+func checkCompactAct(kernel string, ch, rows, n int, y, src []float32, lds, ldc int, bias []float32) bool {
+	strides(kernel, lds, ldc)
+	if !dims(kernel, ch, rows, n) {
+		return false
+	}
+	if rows*n > maxDim { // so that ch·rows·n cannot overflow
+		panic(BoundsError{Kernel: kernel, What: "rows×n", Need: rows * n, Have: -1})
+	}
+	need(kernel, "y", y, ch*rows*n-1)
+	need(kernel, "src", src, (ch-1)*ldc+(rows-1)*lds+n-1)
+	need(kernel, "bias", bias, ch-1)
+	return true
+}
+
+// checkDeinterleaveRows checks a deinterleaveRows call: src holds rows
+// rows of n values (row stride lds), d0 and d1 rows of ⌈n/2⌉ values (row
+// stride ldd). It panics on a negative or too large argument or a short
+// operand and returns false on an empty shape.
+func checkDeinterleaveRows(kernel string, rows, n int, src []float32, lds int, d0, d1 []float32, ldd int) bool {
+	strides(kernel, lds, ldd)
+	if !dims(kernel, rows, n) {
+		return false
+	}
+	need(kernel, "src", src, (rows-1)*lds+n-1)
+	need(kernel, "d0", d0, (rows-1)*ldd+(n+1)/2-1)
+	need(kernel, "d1", d1, (rows-1)*ldd+(n+1)/2-1)
+	return true
+}
+
+// checkTranspose16 checks a transpose16 call: src holds 16 channels
+// (stride lds) of rows rows (stride srow) of n values, dst rows rows
+// (stride drow) of n positions (stride ldd) of 16 values. It panics on a
+// negative or too large argument or a short operand and returns false on
+// an empty shape.
+func checkTranspose16(kernel string, rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int) bool {
+	strides(kernel, lds, srow, ldd, drow)
+	if !dims(kernel, rows, n) {
+		return false
+	}
+	need(kernel, "src", src, 15*lds+(rows-1)*srow+n-1)
+	need(kernel, "dst", dst, (rows-1)*drow+(n-1)*ldd+15)
+	return true
+}
+
 // checkReluMask checks a reluMask call: y, dy and dx hold n values each.
 func checkReluMask(kernel string, n int, y, dy, dx []float32) bool {
 	if !dims(kernel, n) {

@@ -88,6 +88,27 @@ func fastBiasAct(rows, n int, y []float32, ldy int, bias []float32) bool {
 	return uint(rows|n|ldy) < fastMax && rows > 0 && n > 0 && fits(y, (rows-1)*ldy+n-1) && fits(bias, rows-1)
 }
 
+// fastCompactAct is the fast path of checkCompactAct: true only when
+// checkCompactAct would return true.
+func fastCompactAct(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32) bool {
+	return uint(ch|rows|n|lds|ldc) < fastMax && ch > 0 && rows > 0 && n > 0 &&
+		fits(y, ch*rows*n-1) && fits(src, (ch-1)*ldc+(rows-1)*lds+n-1) && fits(bias, ch-1)
+}
+
+// fastDeinterleaveRows is the fast path of checkDeinterleaveRows: true
+// only when checkDeinterleaveRows would return true.
+func fastDeinterleaveRows(rows, n int, src []float32, lds int, d0, d1 []float32, ldd int) bool {
+	return uint(rows|n|lds|ldd) < fastMax && rows > 0 && n > 0 && fits(src, (rows-1)*lds+n-1) &&
+		fits(d0, (rows-1)*ldd+(n+1)/2-1) && fits(d1, (rows-1)*ldd+(n+1)/2-1)
+}
+
+// fastTranspose16 is the fast path of checkTranspose16: true only when
+// checkTranspose16 would return true.
+func fastTranspose16(rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int) bool {
+	return uint(rows|n|lds|srow|ldd|drow) < fastMax && rows > 0 && n > 0 &&
+		fits(src, 15*lds+(rows-1)*srow+n-1) && fits(dst, (rows-1)*drow+(n-1)*ldd+15)
+}
+
 // fastReluMask is the fast path of checkReluMask: true only when
 // checkReluMask would return true.
 func fastReluMask(n int, y, dy, dx []float32) bool {

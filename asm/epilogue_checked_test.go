@@ -65,24 +65,7 @@ func TestEpilogueWrappersCheck(t *testing.T) {
 // accept the exact lengths of ordinary shapes.
 func TestEpilogueFastPaths(t *testing.T) {
 	rng := rand.New(rand.NewSource(26))
-	dim := func() int {
-		switch rng.Intn(20) {
-		case 0:
-			return 0
-		case 1:
-			return -1 - rng.Intn(3)
-		case 2:
-			return fastMax + rng.Intn(3) - 1
-		}
-		return 1 + rng.Intn(9)
-	}
-	buf := func(need int) []float32 {
-		n := max(0, min(need, 1<<15)) + rng.Intn(3) - 1
-		if n < 0 || rng.Intn(15) == 0 {
-			n = 0
-		}
-		return make([]float32, n)
-	}
+	dim, buf := fastRand(rng)
 	var accepted int
 	for it := 0; it < 20000; it++ {
 		rows, n, ldy := dim(), dim(), dim()
@@ -112,4 +95,29 @@ func TestEpilogueFastPaths(t *testing.T) {
 	if !fastBiasAct(3, 5, mk(2*7+5), 7, mk(3)) || !fastReluMask(5, mk(5), mk(5), mk(5)) {
 		t.Error("fast paths reject exact lengths")
 	}
+}
+
+// fastRand returns the random draws of the fast-path tests: a dimension
+// or stride (mostly small, sometimes 0, negative or at fastMax) and an
+// operand of need±1 values (at most 2^15), sometimes none.
+func fastRand(rng *rand.Rand) (dim func() int, buf func(need int) []float32) {
+	dim = func() int {
+		switch rng.Intn(20) {
+		case 0:
+			return 0
+		case 1:
+			return -1 - rng.Intn(3)
+		case 2:
+			return fastMax + rng.Intn(3) - 1
+		}
+		return 1 + rng.Intn(9)
+	}
+	buf = func(need int) []float32 {
+		n := max(0, min(need, 1<<15)) + rng.Intn(3) - 1
+		if n < 0 || rng.Intn(15) == 0 {
+			n = 0
+		}
+		return make([]float32, n)
+	}
+	return dim, buf
 }

@@ -119,6 +119,11 @@ func biasActAVX2(rows int, n int, y []float32, ldy int, bias []float32, relu int
 //go:noescape
 func reluMaskAVX2(n int, y []float32, dy []float32, dx []float32)
 
+// compactActAVX2 is the AVX2+FMA body of CompactActAVX2 (y[o,r,:] = src[o·ldc + r·lds:][:n] + bias[o], then the ReLU if relu ≠ 0); arguments are checked by the caller.
+//
+//go:noescape
+func compactActAVX2(ch int, rows int, n int, y []float32, src []float32, lds int, ldc int, bias []float32, relu int)
+
 // adamStepAVX2 is the AVX2+FMA body of AdamStepAVX2 (one Adam or AdamW step, element-wise); arguments are checked by the caller.
 //
 //go:noescape
@@ -238,6 +243,21 @@ func biasActAVX512(rows int, n int, y []float32, ldy int, bias []float32, relu i
 //
 //go:noescape
 func reluMaskAVX512(n int, y []float32, dy []float32, dx []float32)
+
+// compactActAVX512 is the AVX-512F body of CompactActAVX512 (y[o,r,:] = src[o·ldc + r·lds:][:n] + bias[o], then the ReLU if relu ≠ 0); arguments are checked by the caller.
+//
+//go:noescape
+func compactActAVX512(ch int, rows int, n int, y []float32, src []float32, lds int, ldc int, bias []float32, relu int)
+
+// deinterleaveRowsAVX512 is the AVX-512F body of DeinterleaveRowsAVX512 (d0[r,j] = src[r,2j], d1[r,j] = src[r,2j+1] or 0 past n); arguments are checked by the caller.
+//
+//go:noescape
+func deinterleaveRowsAVX512(rows int, n int, src []float32, lds int, d0 []float32, d1 []float32, ldd int)
+
+// transpose16AVX512 is the AVX-512F body of Transpose16AVX512 (dst[r·drow + t·ldd + j] = src[j·lds + r·srow + t] for 16 channels j); arguments are checked by the caller.
+//
+//go:noescape
+func transpose16AVX512(rows int, n int, src []float32, lds int, srow int, dst []float32, ldd int, drow int)
 
 // adamStepAVX512 is the AVX-512F body of AdamStepAVX512 (one Adam or AdamW step, element-wise); arguments are checked by the caller.
 //

@@ -184,6 +184,40 @@ DATA vecTailMask<>+56(SB)/4, $0x00000000
 DATA vecTailMask<>+60(SB)/4, $0x00000000
 GLOBL vecTailMask<>(SB), RODATA|NOPTR, $64
 
+DATA vecDeintIdx<>+0(SB)/4, $0x00000000
+DATA vecDeintIdx<>+4(SB)/4, $0x00000002
+DATA vecDeintIdx<>+8(SB)/4, $0x00000004
+DATA vecDeintIdx<>+12(SB)/4, $0x00000006
+DATA vecDeintIdx<>+16(SB)/4, $0x00000008
+DATA vecDeintIdx<>+20(SB)/4, $0x0000000a
+DATA vecDeintIdx<>+24(SB)/4, $0x0000000c
+DATA vecDeintIdx<>+28(SB)/4, $0x0000000e
+DATA vecDeintIdx<>+32(SB)/4, $0x00000010
+DATA vecDeintIdx<>+36(SB)/4, $0x00000012
+DATA vecDeintIdx<>+40(SB)/4, $0x00000014
+DATA vecDeintIdx<>+44(SB)/4, $0x00000016
+DATA vecDeintIdx<>+48(SB)/4, $0x00000018
+DATA vecDeintIdx<>+52(SB)/4, $0x0000001a
+DATA vecDeintIdx<>+56(SB)/4, $0x0000001c
+DATA vecDeintIdx<>+60(SB)/4, $0x0000001e
+DATA vecDeintIdx<>+64(SB)/4, $0x00000001
+DATA vecDeintIdx<>+68(SB)/4, $0x00000003
+DATA vecDeintIdx<>+72(SB)/4, $0x00000005
+DATA vecDeintIdx<>+76(SB)/4, $0x00000007
+DATA vecDeintIdx<>+80(SB)/4, $0x00000009
+DATA vecDeintIdx<>+84(SB)/4, $0x0000000b
+DATA vecDeintIdx<>+88(SB)/4, $0x0000000d
+DATA vecDeintIdx<>+92(SB)/4, $0x0000000f
+DATA vecDeintIdx<>+96(SB)/4, $0x00000011
+DATA vecDeintIdx<>+100(SB)/4, $0x00000013
+DATA vecDeintIdx<>+104(SB)/4, $0x00000015
+DATA vecDeintIdx<>+108(SB)/4, $0x00000017
+DATA vecDeintIdx<>+112(SB)/4, $0x00000019
+DATA vecDeintIdx<>+116(SB)/4, $0x0000001b
+DATA vecDeintIdx<>+120(SB)/4, $0x0000001d
+DATA vecDeintIdx<>+124(SB)/4, $0x0000001f
+GLOBL vecDeintIdx<>(SB), RODATA|NOPTR, $128
+
 // func gemvNAVX2(m int, n int, a []float32, lda int, x []float32, y []float32)
 // Requires: AVX, FMA3
 TEXT ·gemvNAVX2(SB), NOSPLIT, $0-96
@@ -4066,6 +4100,172 @@ mtail:
 	VMASKMOVPS (R8)(CX*4), Y15, Y8
 	VANDPS     Y8, Y4, Y4
 	VMASKMOVPS Y4, Y15, (DI)(CX*4)
+
+done:
+	VZEROUPPER
+	RET
+
+// func compactActAVX2(ch int, rows int, n int, y []float32, src []float32, lds int, ldc int, bias []float32, relu int)
+// Requires: AVX, AVX2
+TEXT ·compactActAVX2(SB), NOSPLIT, $0-120
+	MOVQ    ch+0(FP), R12
+	MOVQ    rows+8(FP), R10
+	MOVQ    n+16(FP), R13
+	MOVQ    y_base+24(FP), DI
+	MOVQ    src_base+48(FP), R8
+	MOVQ    lds+72(FP), R14
+	MOVQ    bias_base+88(FP), SI
+	MOVQ    relu+112(FP), R11
+	TESTQ   R12, R12
+	JZ      done
+	TESTQ   R10, R10
+	JZ      done
+	TESTQ   R13, R13
+	JZ      done
+	MOVQ    R13, AX
+	ANDQ    $0x00000007, AX
+	JZ      nomask
+	MOVQ    $0x00000008, BX
+	SUBQ    AX, BX
+	LEAQ    vecTailMask<>+0(SB), AX
+	VMOVDQU (AX)(BX*4), Y15
+
+nomask:
+	MOVQ     R13, DX
+	SUBQ     $0x20, DX
+	MOVQ     R13, R9
+	SUBQ     $0x08, R9
+	MOVQ     ldc+80(FP), AX
+	SHLQ     $0x02, R14
+	SHLQ     $0x02, AX
+	VXORPS   Y1, Y1, Y1
+	VPCMPEQD Y2, Y2, Y2
+	VPSRLD   $0x01, Y2, Y2
+	TESTQ    R11, R11
+	JZ       plainchan
+
+reluchan:
+	VBROADCASTSS (SI), Y0
+	MOVQ         R8, BX
+	MOVQ         R10, R15
+
+relurow:
+	XORQ CX, CX
+
+reluloopb:
+	CMPQ    CX, DX
+	JGT     reluloop1
+	VMOVUPS (BX)(CX*4), Y4
+	VMOVUPS 32(BX)(CX*4), Y5
+	VMOVUPS 64(BX)(CX*4), Y6
+	VMOVUPS 96(BX)(CX*4), Y7
+	VADDPS  Y0, Y4, Y4
+	VCMPPS  $0x16, Y1, Y4, Y8
+	VANDPS  Y2, Y8, Y8
+	VANDPS  Y8, Y4, Y4
+	VADDPS  Y0, Y5, Y5
+	VCMPPS  $0x16, Y1, Y5, Y9
+	VANDPS  Y2, Y9, Y9
+	VANDPS  Y9, Y5, Y5
+	VADDPS  Y0, Y6, Y6
+	VCMPPS  $0x16, Y1, Y6, Y10
+	VANDPS  Y2, Y10, Y10
+	VANDPS  Y10, Y6, Y6
+	VADDPS  Y0, Y7, Y7
+	VCMPPS  $0x16, Y1, Y7, Y11
+	VANDPS  Y2, Y11, Y11
+	VANDPS  Y11, Y7, Y7
+	VMOVUPS Y4, (DI)(CX*4)
+	VMOVUPS Y5, 32(DI)(CX*4)
+	VMOVUPS Y6, 64(DI)(CX*4)
+	VMOVUPS Y7, 96(DI)(CX*4)
+	ADDQ    $0x20, CX
+	JMP     reluloopb
+
+reluloop1:
+	CMPQ    CX, R9
+	JGT     relutail
+	VMOVUPS (BX)(CX*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VCMPPS  $0x16, Y1, Y4, Y8
+	VANDPS  Y2, Y8, Y8
+	VANDPS  Y8, Y4, Y4
+	VMOVUPS Y4, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	JMP     reluloop1
+
+relutail:
+	CMPQ       CX, R13
+	JGE        relunext
+	VMASKMOVPS (BX)(CX*4), Y15, Y4
+	VADDPS     Y0, Y4, Y4
+	VCMPPS     $0x16, Y1, Y4, Y8
+	VANDPS     Y2, Y8, Y8
+	VANDPS     Y8, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)(CX*4)
+
+relunext:
+	ADDQ R14, BX
+	LEAQ (DI)(R13*4), DI
+	DECQ R15
+	JNZ  relurow
+	ADDQ AX, R8
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  reluchan
+	JMP  done
+
+plainchan:
+	VBROADCASTSS (SI), Y0
+	MOVQ         R8, BX
+	MOVQ         R10, R15
+
+plainrow:
+	XORQ CX, CX
+
+plainloopb:
+	CMPQ    CX, DX
+	JGT     plainloop1
+	VMOVUPS (BX)(CX*4), Y4
+	VMOVUPS 32(BX)(CX*4), Y5
+	VMOVUPS 64(BX)(CX*4), Y6
+	VMOVUPS 96(BX)(CX*4), Y7
+	VADDPS  Y0, Y4, Y4
+	VADDPS  Y0, Y5, Y5
+	VADDPS  Y0, Y6, Y6
+	VADDPS  Y0, Y7, Y7
+	VMOVUPS Y4, (DI)(CX*4)
+	VMOVUPS Y5, 32(DI)(CX*4)
+	VMOVUPS Y6, 64(DI)(CX*4)
+	VMOVUPS Y7, 96(DI)(CX*4)
+	ADDQ    $0x20, CX
+	JMP     plainloopb
+
+plainloop1:
+	CMPQ    CX, R9
+	JGT     plaintail
+	VMOVUPS (BX)(CX*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMOVUPS Y4, (DI)(CX*4)
+	ADDQ    $0x08, CX
+	JMP     plainloop1
+
+plaintail:
+	CMPQ       CX, R13
+	JGE        plainnext
+	VMASKMOVPS (BX)(CX*4), Y15, Y4
+	VADDPS     Y0, Y4, Y4
+	VMASKMOVPS Y4, Y15, (DI)(CX*4)
+
+plainnext:
+	ADDQ R14, BX
+	LEAQ (DI)(R13*4), DI
+	DECQ R15
+	JNZ  plainrow
+	ADDQ AX, R8
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  plainchan
 
 done:
 	VZEROUPPER
@@ -8326,6 +8526,604 @@ mtail:
 	VCMPPS    $0x1e, Z1, Z4, K2
 	VMOVUPS.Z (R8)(CX*4), K2, Z4
 	VMOVUPS   Z4, K1, (DI)(CX*4)
+
+done:
+	VZEROUPPER
+	RET
+
+// func compactActAVX512(ch int, rows int, n int, y []float32, src []float32, lds int, ldc int, bias []float32, relu int)
+// Requires: AVX, AVX512DQ, AVX512F
+TEXT ·compactActAVX512(SB), NOSPLIT, $0-120
+	MOVQ  ch+0(FP), R12
+	MOVQ  rows+8(FP), R10
+	MOVQ  n+16(FP), R13
+	MOVQ  y_base+24(FP), DI
+	MOVQ  src_base+48(FP), R8
+	MOVQ  lds+72(FP), R14
+	MOVQ  bias_base+88(FP), SI
+	MOVQ  relu+112(FP), R11
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R10, R10
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	MOVQ  R13, AX
+	ANDQ  $0x0000000f, AX
+	JZ    nomask
+	MOVQ  AX, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+nomask:
+	MOVQ       R13, DX
+	SUBQ       $0x40, DX
+	MOVQ       R13, R9
+	SUBQ       $0x10, R9
+	MOVQ       ldc+80(FP), AX
+	SHLQ       $0x02, R14
+	SHLQ       $0x02, AX
+	VXORPS     Z1, Z1, Z1
+	VPTERNLOGD $0xff, Z2, Z2, Z2
+	VPSRLD     $0x01, Z2, Z2
+	TESTQ      R11, R11
+	JZ         plainchan
+
+reluchan:
+	VBROADCASTSS (SI), Z0
+	MOVQ         R8, BX
+	MOVQ         R10, R15
+
+relurow:
+	XORQ CX, CX
+
+reluloopb:
+	CMPQ     CX, DX
+	JGT      reluloop1
+	VMOVUPS  (BX)(CX*4), Z4
+	VMOVUPS  64(BX)(CX*4), Z5
+	VMOVUPS  128(BX)(CX*4), Z6
+	VMOVUPS  192(BX)(CX*4), Z7
+	VADDPS   Z0, Z4, Z4
+	VCMPPS   $0x16, Z1, Z4, K2
+	VPANDD.Z Z2, Z4, K2, Z4
+	VADDPS   Z0, Z5, Z5
+	VCMPPS   $0x16, Z1, Z5, K3
+	VPANDD.Z Z2, Z5, K3, Z5
+	VADDPS   Z0, Z6, Z6
+	VCMPPS   $0x16, Z1, Z6, K4
+	VPANDD.Z Z2, Z6, K4, Z6
+	VADDPS   Z0, Z7, Z7
+	VCMPPS   $0x16, Z1, Z7, K5
+	VPANDD.Z Z2, Z7, K5, Z7
+	VMOVUPS  Z4, (DI)(CX*4)
+	VMOVUPS  Z5, 64(DI)(CX*4)
+	VMOVUPS  Z6, 128(DI)(CX*4)
+	VMOVUPS  Z7, 192(DI)(CX*4)
+	ADDQ     $0x40, CX
+	JMP      reluloopb
+
+reluloop1:
+	CMPQ     CX, R9
+	JGT      relutail
+	VMOVUPS  (BX)(CX*4), Z4
+	VADDPS   Z0, Z4, Z4
+	VCMPPS   $0x16, Z1, Z4, K2
+	VPANDD.Z Z2, Z4, K2, Z4
+	VMOVUPS  Z4, (DI)(CX*4)
+	ADDQ     $0x10, CX
+	JMP      reluloop1
+
+relutail:
+	CMPQ      CX, R13
+	JGE       relunext
+	VMOVUPS.Z (BX)(CX*4), K1, Z4
+	VADDPS    Z0, Z4, Z4
+	VCMPPS    $0x16, Z1, Z4, K2
+	VPANDD.Z  Z2, Z4, K2, Z4
+	VMOVUPS   Z4, K1, (DI)(CX*4)
+
+relunext:
+	ADDQ R14, BX
+	LEAQ (DI)(R13*4), DI
+	DECQ R15
+	JNZ  relurow
+	ADDQ AX, R8
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  reluchan
+	JMP  done
+
+plainchan:
+	VBROADCASTSS (SI), Z0
+	MOVQ         R8, BX
+	MOVQ         R10, R15
+
+plainrow:
+	XORQ CX, CX
+
+plainloopb:
+	CMPQ    CX, DX
+	JGT     plainloop1
+	VMOVUPS (BX)(CX*4), Z4
+	VMOVUPS 64(BX)(CX*4), Z5
+	VMOVUPS 128(BX)(CX*4), Z6
+	VMOVUPS 192(BX)(CX*4), Z7
+	VADDPS  Z0, Z4, Z4
+	VADDPS  Z0, Z5, Z5
+	VADDPS  Z0, Z6, Z6
+	VADDPS  Z0, Z7, Z7
+	VMOVUPS Z4, (DI)(CX*4)
+	VMOVUPS Z5, 64(DI)(CX*4)
+	VMOVUPS Z6, 128(DI)(CX*4)
+	VMOVUPS Z7, 192(DI)(CX*4)
+	ADDQ    $0x40, CX
+	JMP     plainloopb
+
+plainloop1:
+	CMPQ    CX, R9
+	JGT     plaintail
+	VMOVUPS (BX)(CX*4), Z4
+	VADDPS  Z0, Z4, Z4
+	VMOVUPS Z4, (DI)(CX*4)
+	ADDQ    $0x10, CX
+	JMP     plainloop1
+
+plaintail:
+	CMPQ      CX, R13
+	JGE       plainnext
+	VMOVUPS.Z (BX)(CX*4), K1, Z4
+	VADDPS    Z0, Z4, Z4
+	VMOVUPS   Z4, K1, (DI)(CX*4)
+
+plainnext:
+	ADDQ R14, BX
+	LEAQ (DI)(R13*4), DI
+	DECQ R15
+	JNZ  plainrow
+	ADDQ AX, R8
+	ADDQ $0x04, SI
+	DECQ R12
+	JNZ  plainchan
+
+done:
+	VZEROUPPER
+	RET
+
+// func deinterleaveRowsAVX512(rows int, n int, src []float32, lds int, d0 []float32, d1 []float32, ldd int)
+// Requires: AVX, AVX512F
+TEXT ·deinterleaveRowsAVX512(SB), NOSPLIT, $0-104
+	MOVQ  rows+0(FP), R12
+	MOVQ  n+8(FP), R13
+	MOVQ  src_base+16(FP), SI
+	MOVQ  lds+40(FP), R14
+	MOVQ  d0_base+48(FP), DI
+	MOVQ  d1_base+72(FP), R8
+	MOVQ  ldd+96(FP), R9
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	SHLQ  $0x02, R14
+	SHLQ  $0x02, R9
+	MOVQ  R13, R15
+	ANDQ  $0x0000001f, R15
+	MOVQ  R15, CX
+	CMPQ  CX, $0x00000010
+	JLE   lo
+	MOVQ  $0x00000010, CX
+
+lo:
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+	MOVQ  R15, CX
+	SUBQ  $0x00000010, CX
+	JGE   hi
+	XORQ  CX, CX
+
+hi:
+	MOVL    $0x00000001, BX
+	SHLL    CL, BX
+	DECL    BX
+	KMOVW   BX, K2
+	LEAQ    1(R15), CX
+	SHRQ    $0x01, CX
+	MOVL    $0x00000001, BX
+	SHLL    CL, BX
+	DECL    BX
+	KMOVW   BX, K3
+	MOVQ    R13, DX
+	SHRQ    $0x05, DX
+	VMOVUPS vecDeintIdx<>+0(SB), Z0
+	VMOVUPS vecDeintIdx<>+64(SB), Z1
+
+row:
+	MOVQ  SI, R11
+	MOVQ  DI, AX
+	MOVQ  R8, BX
+	MOVQ  DX, R10
+	TESTQ R10, R10
+	JZ    tail
+
+full:
+	VMOVUPS   (R11), Z2
+	VMOVUPS   64(R11), Z3
+	VMOVAPS   Z0, Z4
+	VPERMI2PS Z3, Z2, Z4
+	VMOVAPS   Z1, Z5
+	VPERMI2PS Z3, Z2, Z5
+	VMOVUPS   Z4, (AX)
+	VMOVUPS   Z5, (BX)
+	ADDQ      $0x00000080, R11
+	ADDQ      $0x00000040, AX
+	ADDQ      $0x00000040, BX
+	DECQ      R10
+	JNZ       full
+
+tail:
+	TESTQ     R15, R15
+	JZ        next
+	VMOVUPS.Z (R11), K1, Z2
+	VMOVUPS.Z 64(R11), K2, Z3
+	VMOVAPS   Z0, Z4
+	VPERMI2PS Z3, Z2, Z4
+	VMOVAPS   Z1, Z5
+	VPERMI2PS Z3, Z2, Z5
+	VMOVUPS   Z4, K3, (AX)
+	VMOVUPS   Z5, K3, (BX)
+
+next:
+	ADDQ R14, SI
+	ADDQ R9, DI
+	ADDQ R9, R8
+	DECQ R12
+	JNZ  row
+
+done:
+	VZEROUPPER
+	RET
+
+// func transpose16AVX512(rows int, n int, src []float32, lds int, srow int, dst []float32, ldd int, drow int)
+// Requires: AVX, AVX512F
+TEXT ·transpose16AVX512(SB), NOSPLIT, $0-96
+	MOVQ  rows+0(FP), R12
+	MOVQ  n+8(FP), R13
+	MOVQ  src_base+16(FP), SI
+	MOVQ  lds+40(FP), R14
+	MOVQ  srow+48(FP), R15
+	MOVQ  dst_base+56(FP), DI
+	MOVQ  ldd+80(FP), R9
+	MOVQ  drow+88(FP), R10
+	TESTQ R12, R12
+	JZ    done
+	TESTQ R13, R13
+	JZ    done
+	SHLQ  $0x02, R14
+	SHLQ  $0x02, R15
+	SHLQ  $0x02, R9
+	SHLQ  $0x02, R10
+	MOVQ  R13, CX
+	ANDQ  $0x0000000f, CX
+	MOVL  $0x00000001, BX
+	SHLL  CL, BX
+	DECL  BX
+	KMOVW BX, K1
+
+row:
+	MOVQ SI, R11
+	MOVQ DI, AX
+	MOVQ R13, DX
+
+chunk:
+	CMPQ       DX, $0x00000010
+	JL         tail
+	MOVQ       R11, CX
+	VMOVUPS    (CX), Z0
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z1
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z2
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z3
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z4
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z5
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z6
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z7
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z8
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z9
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z10
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z11
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z12
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z13
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z14
+	ADDQ       R14, CX
+	VMOVUPS    (CX), Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z17
+	VUNPCKLPS  Z3, Z2, Z18
+	VUNPCKHPS  Z3, Z2, Z19
+	VUNPCKLPS  Z5, Z4, Z20
+	VUNPCKHPS  Z5, Z4, Z21
+	VUNPCKLPS  Z7, Z6, Z22
+	VUNPCKHPS  Z7, Z6, Z23
+	VUNPCKLPS  Z9, Z8, Z24
+	VUNPCKHPS  Z9, Z8, Z25
+	VUNPCKLPS  Z11, Z10, Z26
+	VUNPCKHPS  Z11, Z10, Z27
+	VUNPCKLPS  Z13, Z12, Z28
+	VUNPCKHPS  Z13, Z12, Z29
+	VUNPCKLPS  Z15, Z14, Z30
+	VUNPCKHPS  Z15, Z14, Z31
+	VUNPCKLPD  Z18, Z16, Z0
+	VUNPCKHPD  Z18, Z16, Z1
+	VUNPCKLPD  Z19, Z17, Z2
+	VUNPCKHPD  Z19, Z17, Z3
+	VUNPCKLPD  Z22, Z20, Z4
+	VUNPCKHPD  Z22, Z20, Z5
+	VUNPCKLPD  Z23, Z21, Z6
+	VUNPCKHPD  Z23, Z21, Z7
+	VUNPCKLPD  Z26, Z24, Z8
+	VUNPCKHPD  Z26, Z24, Z9
+	VUNPCKLPD  Z27, Z25, Z10
+	VUNPCKHPD  Z27, Z25, Z11
+	VUNPCKLPD  Z30, Z28, Z12
+	VUNPCKHPD  Z30, Z28, Z13
+	VUNPCKLPD  Z31, Z29, Z14
+	VUNPCKHPD  Z31, Z29, Z15
+	VSHUFF32X4 $0x44, Z4, Z0, Z16
+	VSHUFF32X4 $0xee, Z4, Z0, Z17
+	VSHUFF32X4 $0x44, Z12, Z8, Z18
+	VSHUFF32X4 $0xee, Z12, Z8, Z19
+	VSHUFF32X4 $0x44, Z5, Z1, Z20
+	VSHUFF32X4 $0xee, Z5, Z1, Z21
+	VSHUFF32X4 $0x44, Z13, Z9, Z22
+	VSHUFF32X4 $0xee, Z13, Z9, Z23
+	VSHUFF32X4 $0x44, Z6, Z2, Z24
+	VSHUFF32X4 $0xee, Z6, Z2, Z25
+	VSHUFF32X4 $0x44, Z14, Z10, Z26
+	VSHUFF32X4 $0xee, Z14, Z10, Z27
+	VSHUFF32X4 $0x44, Z7, Z3, Z28
+	VSHUFF32X4 $0xee, Z7, Z3, Z29
+	VSHUFF32X4 $0x44, Z15, Z11, Z30
+	VSHUFF32X4 $0xee, Z15, Z11, Z31
+	VSHUFF32X4 $0x88, Z18, Z16, Z0
+	VSHUFF32X4 $0xdd, Z18, Z16, Z4
+	VSHUFF32X4 $0x88, Z19, Z17, Z8
+	VSHUFF32X4 $0xdd, Z19, Z17, Z12
+	VSHUFF32X4 $0x88, Z22, Z20, Z1
+	VSHUFF32X4 $0xdd, Z22, Z20, Z5
+	VSHUFF32X4 $0x88, Z23, Z21, Z9
+	VSHUFF32X4 $0xdd, Z23, Z21, Z13
+	VSHUFF32X4 $0x88, Z26, Z24, Z2
+	VSHUFF32X4 $0xdd, Z26, Z24, Z6
+	VSHUFF32X4 $0x88, Z27, Z25, Z10
+	VSHUFF32X4 $0xdd, Z27, Z25, Z14
+	VSHUFF32X4 $0x88, Z30, Z28, Z3
+	VSHUFF32X4 $0xdd, Z30, Z28, Z7
+	VSHUFF32X4 $0x88, Z31, Z29, Z11
+	VSHUFF32X4 $0xdd, Z31, Z29, Z15
+	MOVQ       AX, CX
+	VMOVUPS    Z0, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z1, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z2, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z3, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z4, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z5, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z6, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z7, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z8, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z9, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z10, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z11, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z12, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z13, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z14, (CX)
+	ADDQ       R9, CX
+	VMOVUPS    Z15, (CX)
+	ADDQ       $0x00000040, R11
+	MOVQ       R9, CX
+	SHLQ       $0x04, CX
+	ADDQ       CX, AX
+	SUBQ       $0x00000010, DX
+	JMP        chunk
+
+tail:
+	TESTQ      DX, DX
+	JZ         next
+	MOVQ       R11, CX
+	VMOVUPS.Z  (CX), K1, Z0
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z1
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z2
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z3
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z4
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z5
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z6
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z7
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z8
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z9
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z10
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z11
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z12
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z13
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z14
+	ADDQ       R14, CX
+	VMOVUPS.Z  (CX), K1, Z15
+	VUNPCKLPS  Z1, Z0, Z16
+	VUNPCKHPS  Z1, Z0, Z17
+	VUNPCKLPS  Z3, Z2, Z18
+	VUNPCKHPS  Z3, Z2, Z19
+	VUNPCKLPS  Z5, Z4, Z20
+	VUNPCKHPS  Z5, Z4, Z21
+	VUNPCKLPS  Z7, Z6, Z22
+	VUNPCKHPS  Z7, Z6, Z23
+	VUNPCKLPS  Z9, Z8, Z24
+	VUNPCKHPS  Z9, Z8, Z25
+	VUNPCKLPS  Z11, Z10, Z26
+	VUNPCKHPS  Z11, Z10, Z27
+	VUNPCKLPS  Z13, Z12, Z28
+	VUNPCKHPS  Z13, Z12, Z29
+	VUNPCKLPS  Z15, Z14, Z30
+	VUNPCKHPS  Z15, Z14, Z31
+	VUNPCKLPD  Z18, Z16, Z0
+	VUNPCKHPD  Z18, Z16, Z1
+	VUNPCKLPD  Z19, Z17, Z2
+	VUNPCKHPD  Z19, Z17, Z3
+	VUNPCKLPD  Z22, Z20, Z4
+	VUNPCKHPD  Z22, Z20, Z5
+	VUNPCKLPD  Z23, Z21, Z6
+	VUNPCKHPD  Z23, Z21, Z7
+	VUNPCKLPD  Z26, Z24, Z8
+	VUNPCKHPD  Z26, Z24, Z9
+	VUNPCKLPD  Z27, Z25, Z10
+	VUNPCKHPD  Z27, Z25, Z11
+	VUNPCKLPD  Z30, Z28, Z12
+	VUNPCKHPD  Z30, Z28, Z13
+	VUNPCKLPD  Z31, Z29, Z14
+	VUNPCKHPD  Z31, Z29, Z15
+	VSHUFF32X4 $0x44, Z4, Z0, Z16
+	VSHUFF32X4 $0xee, Z4, Z0, Z17
+	VSHUFF32X4 $0x44, Z12, Z8, Z18
+	VSHUFF32X4 $0xee, Z12, Z8, Z19
+	VSHUFF32X4 $0x44, Z5, Z1, Z20
+	VSHUFF32X4 $0xee, Z5, Z1, Z21
+	VSHUFF32X4 $0x44, Z13, Z9, Z22
+	VSHUFF32X4 $0xee, Z13, Z9, Z23
+	VSHUFF32X4 $0x44, Z6, Z2, Z24
+	VSHUFF32X4 $0xee, Z6, Z2, Z25
+	VSHUFF32X4 $0x44, Z14, Z10, Z26
+	VSHUFF32X4 $0xee, Z14, Z10, Z27
+	VSHUFF32X4 $0x44, Z7, Z3, Z28
+	VSHUFF32X4 $0xee, Z7, Z3, Z29
+	VSHUFF32X4 $0x44, Z15, Z11, Z30
+	VSHUFF32X4 $0xee, Z15, Z11, Z31
+	VSHUFF32X4 $0x88, Z18, Z16, Z0
+	VSHUFF32X4 $0xdd, Z18, Z16, Z4
+	VSHUFF32X4 $0x88, Z19, Z17, Z8
+	VSHUFF32X4 $0xdd, Z19, Z17, Z12
+	VSHUFF32X4 $0x88, Z22, Z20, Z1
+	VSHUFF32X4 $0xdd, Z22, Z20, Z5
+	VSHUFF32X4 $0x88, Z23, Z21, Z9
+	VSHUFF32X4 $0xdd, Z23, Z21, Z13
+	VSHUFF32X4 $0x88, Z26, Z24, Z2
+	VSHUFF32X4 $0xdd, Z26, Z24, Z6
+	VSHUFF32X4 $0x88, Z27, Z25, Z10
+	VSHUFF32X4 $0xdd, Z27, Z25, Z14
+	VSHUFF32X4 $0x88, Z30, Z28, Z3
+	VSHUFF32X4 $0xdd, Z30, Z28, Z7
+	VSHUFF32X4 $0x88, Z31, Z29, Z11
+	VSHUFF32X4 $0xdd, Z31, Z29, Z15
+	MOVQ       AX, CX
+	VMOVUPS    Z0, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000001
+	JLE        tailend
+	VMOVUPS    Z1, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000002
+	JLE        tailend
+	VMOVUPS    Z2, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000003
+	JLE        tailend
+	VMOVUPS    Z3, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000004
+	JLE        tailend
+	VMOVUPS    Z4, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000005
+	JLE        tailend
+	VMOVUPS    Z5, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000006
+	JLE        tailend
+	VMOVUPS    Z6, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000007
+	JLE        tailend
+	VMOVUPS    Z7, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000008
+	JLE        tailend
+	VMOVUPS    Z8, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x00000009
+	JLE        tailend
+	VMOVUPS    Z9, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x0000000a
+	JLE        tailend
+	VMOVUPS    Z10, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x0000000b
+	JLE        tailend
+	VMOVUPS    Z11, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x0000000c
+	JLE        tailend
+	VMOVUPS    Z12, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x0000000d
+	JLE        tailend
+	VMOVUPS    Z13, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x0000000e
+	JLE        tailend
+	VMOVUPS    Z14, (CX)
+	ADDQ       R9, CX
+	CMPQ       DX, $0x0000000f
+	JLE        tailend
+	VMOVUPS    Z15, (CX)
+
+tailend:
+next:
+	ADDQ R15, SI
+	ADDQ R10, DI
+	DECQ R12
+	JNZ  row
 
 done:
 	VZEROUPPER

@@ -679,6 +679,71 @@ func BiasActAVX512(rows, n int, y []float32, ldy int, bias []float32, relu int) 
 	}
 }
 
+// CompactActAVX2 writes the dense rows of a direct convolution's output
+// from its wide grid src, with the bias of each channel and, when
+// relu ≠ 0, the ReLU as BiasActAVX2 computes them, with AVX2. It is
+// equivalent to
+//
+//	for o := 0; o < ch; o++ {
+//		for r := 0; r < rows; r++ {
+//			for c := 0; c < n; c++ {
+//				v := src[o*ldc+r*lds+c] + bias[o]
+//				if relu != 0 {
+//					v = max(v, 0)
+//				}
+//				y[(o*rows+r)*n+c] = v
+//			}
+//		}
+//	}
+func CompactActAVX2(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu int) {
+	if fastCompactAct(ch, rows, n, y, src, lds, ldc, bias) || checkCompactAct("CompactActAVX2", ch, rows, n, y, src, lds, ldc, bias) {
+		compactActAVX2(ch, rows, n, y, src, lds, ldc, bias, relu)
+	}
+}
+
+// CompactActAVX512 is CompactActAVX2 with AVX-512F.
+func CompactActAVX512(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu int) {
+	if fastCompactAct(ch, rows, n, y, src, lds, ldc, bias) || checkCompactAct("CompactActAVX512", ch, rows, n, y, src, lds, ldc, bias) {
+		compactActAVX512(ch, rows, n, y, src, lds, ldc, bias, relu)
+	}
+}
+
+// DeinterleaveRowsAVX512 splits every row of src into its even and odd
+// values, with AVX-512F (a stride-2 convolution's column phases): it is
+// equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		for j := 0; j < (n+1)/2; j++ {
+//			d0[r*ldd+j] = src[r*lds+2*j]
+//			d1[r*ldd+j] = 0
+//			if 2*j+1 < n {
+//				d1[r*ldd+j] = src[r*lds+2*j+1]
+//			}
+//		}
+//	}
+func DeinterleaveRowsAVX512(rows, n int, src []float32, lds int, d0, d1 []float32, ldd int) {
+	if fastDeinterleaveRows(rows, n, src, lds, d0, d1, ldd) || checkDeinterleaveRows("DeinterleaveRowsAVX512", rows, n, src, lds, d0, d1, ldd) {
+		deinterleaveRowsAVX512(rows, n, src, lds, d0, d1, ldd)
+	}
+}
+
+// Transpose16AVX512 transposes 16 channels' rows into rows of positions
+// of 16 channels, with AVX-512F (the direct filter gradient's dY panels):
+// it is equivalent to
+//
+//	for r := 0; r < rows; r++ {
+//		for t := 0; t < n; t++ {
+//			for j := 0; j < 16; j++ {
+//				dst[r*drow+t*ldd+j] = src[j*lds+r*srow+t]
+//			}
+//		}
+//	}
+func Transpose16AVX512(rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int) {
+	if fastTranspose16(rows, n, src, lds, srow, dst, ldd, drow) || checkTranspose16("Transpose16AVX512", rows, n, src, lds, srow, dst, ldd, drow) {
+		transpose16AVX512(rows, n, src, lds, srow, dst, ldd, drow)
+	}
+}
+
 // ReluMaskAVX2 writes dx = dy where y > 0 and +0 elsewhere (y NaN or ≤ 0;
 // dy's bits pass through, NaN included, where y > 0), with AVX2. dx may
 // be dy (not a partial overlap). It is equivalent to

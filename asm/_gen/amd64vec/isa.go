@@ -353,6 +353,9 @@ var sig = map[string]string{
 	"exp":                "func(x, y []float32)",
 	"biasAct":            "func(rows, n int, y []float32, ldy int, bias []float32, relu int)",
 	"reluMask":           "func(n int, y, dy, dx []float32)",
+	"deinterleaveRows":   "func(rows, n int, src []float32, lds int, d0, d1 []float32, ldd int)",
+	"transpose16":        "func(rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int)",
+	"compactAct":         "func(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu int)",
 	"adamStep":           "func(n, decoupled int, w, g, h, m, v []float32, b1, c1, b2, c2, wd, step, rbc2, eps float32)",
 }
 

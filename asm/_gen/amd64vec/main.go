@@ -36,6 +36,7 @@ import (
 func main() {
 	ConstraintExpr("amd64,!noasm")
 	declareConsts()
+	declareDeintIdx()
 	for _, s := range []isa{avx2, avx512} {
 		gemvN(s)
 		gemvT(s)
@@ -60,6 +61,11 @@ func main() {
 		gemvNTGroups(s)
 		biasAct(s)
 		reluMask(s)
+		compactAct(s)
+		if s.zmm {
+			deinterleaveRows(s)
+			transpose16(s)
+		}
 		adamStep(s)
 	}
 	mxcsr()
