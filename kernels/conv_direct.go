@@ -362,16 +362,38 @@ func convDirectForward(f sgemmDirectFn, mr int, g directGeom, s ConvShape, y, x,
 	for n := 0; n < s.Batch; n++ {
 		src := s.directImage(g, x, n, buf)
 		directGemm(f, mr, g.m, g.p, g.k, ap, src, offs, wide)
-		yn := y[n*s.OutC*op : (n+1)*s.OutC*op]
-		for o := 0; o < s.OutC; o++ {
-			yo, wo := yn[o*op:(o+1)*op], wide[o*g.p:]
-			for r := 0; r < oh; r++ {
-				copy(yo[r*ow:(r+1)*ow], wo[r*g.wp:])
+		directEpilogue(s.OutC, oh, ow, y[n*s.OutC*op:(n+1)*s.OutC*op], wide, g.wp, g.p, bias, relu)
+	}
+}
+
+// directEpilogue writes the ch channels of rows×n output values y from
+// the wide grid src (row stride lds, channel stride ldc), with the bias
+// and the ReLU: the compactAct kernel (the copy and biasAct in one pass),
+// with zeroBias for a layer without bias; a plain copy when there is
+// neither (adding +0 would turn −0 into +0).
+func directEpilogue(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu bool) {
+	if bias == nil && !relu {
+		for o := 0; o < ch; o++ {
+			yo, so := y[o*rows*n:(o+1)*rows*n], src[o*ldc:]
+			for r := 0; r < rows; r++ {
+				copy(yo[r*n:(r+1)*n], so[r*lds:])
 			}
 		}
-		if bias != nil || relu {
-			biasActRows(s.OutC, op, yn, op, bias, relu)
+		return
+	}
+	act := 0
+	if relu {
+		act = 1
+	}
+	for o0 := 0; o0 < ch; {
+		nc, b := ch-o0, bias
+		if b == nil {
+			nc, b = min(nc, len(zeroBias)), zeroBias[:]
+		} else {
+			b = b[o0:]
 		}
+		cur.compactAct(nc, rows, n, y[o0*rows*n:], src[o0*ldc:], lds, ldc, b[:nc], act)
+		o0 += nc
 	}
 }
 
@@ -451,16 +473,14 @@ var convDirectFKC = 256
 // positions read them).
 func splitPhases(s ConvShape, g directGeom, xi, dst []float32) {
 	pp := g.hp * g.wp
-	n0, n1 := (s.InW+1)/2, s.InW/2 // values in a row of phase b = 0, 1
 	for c := 0; c < s.InC; c++ {
 		xc := xi[c*s.InH*s.InW : (c+1)*s.InH*s.InW]
-		for r := 0; r < s.InH; r++ {
-			a, i := r%2, r/2
-			d0 := dst[((a*2)*s.InC+c)*pp+i*g.wp:][:g.wp]
-			d1 := dst[((a*2+1)*s.InC+c)*pp+i*g.wp:][:g.wp]
-			deinterleave(xc[r*s.InW:(r+1)*s.InW], d0[:n0], d1[:n1])
-			clear(d0[n0:])
-			clear(d1[n1:])
+		// The rows of parity a into phases (a, 0) and (a, 1): g.wp is
+		// ⌈InW/2⌉, so deinterleaveRows fills each phase row, the slot
+		// past an odd row's end with 0.
+		for a := 0; a < 2 && a < s.InH; a++ {
+			cur.deinterleaveRows((s.InH-a+1)/2, s.InW, xc[a*s.InW:], 2*s.InW,
+				dst[((a*2)*s.InC+c)*pp:], dst[((a*2+1)*s.InC+c)*pp:], g.wp)
 		}
 		if s.InH < 2*g.hp { // odd height: the last row of phases a = 1
 			for b := 0; b < 2; b++ {
@@ -628,12 +648,20 @@ func transposePanels(bp, dy []float32, c, oh, ow, wp, p, nr int) {
 	for ob := 0; ob < c; ob += nr {
 		panel := bp[ob/nr*p*nr : (ob/nr+1)*p*nr]
 		cn := min(nr, c-ob)
+		// Groups of 16 channels by the transpose16 kernel where there is
+		// one (AVX-512), the rest by the loops below.
+		c16 := 0
+		if t16 := cur.transpose16; t16 != nil && nr%16 == 0 {
+			for ; c16+16 <= cn; c16 += 16 {
+				t16(oh, ow, dy[(ob+c16)*op:], op, ow, panel[c16:], nr, wp*nr)
+			}
+		}
 		for y := 0; y < oh; y++ {
 			for x0 := 0; x0 < ow; x0 += transposePanelBlock {
 				xb := min(transposePanelBlock, ow-x0)
 				dst := panel[(y*wp+x0)*nr : (y*wp+x0+xb)*nr]
 				at := ob*op + y*ow + x0 // channel ob's block
-				j := 0
+				j := c16
 				for ; j+8 <= cn; j += 8 { // eight channels: 32 contiguous bytes per position
 					s0 := dy[at+j*op : at+j*op+xb]
 					s1 := dy[at+(j+1)*op : at+(j+1)*op+xb][:len(s0)]

@@ -713,11 +713,16 @@ func TestConvArenaWork(t *testing.T) {
 // TestTransposePanels: the blocked transpose of the direct filter
 // gradient writes what its doc comment's loop writes, and nothing at the
 // thrown-away positions or past the channels, for channel counts around
-// the tile's width and rows around the block's length.
+// the tile's width and rows around the block's length, on every
+// implementation (AVX-512's transpose16 takes the groups of 16 channels).
 func TestTransposePanels(t *testing.T) {
+	forEachImpl(t, testTransposePanels)
+}
+
+func testTransposePanels(t *testing.T, impl string) {
 	for _, tc := range []struct{ c, oh, ow, wp, nr int }{
 		{32, 34, 34, 40, 32}, {1, 1, 1, 1, 16}, {17, 3, 15, 16, 16}, {33, 5, 17, 20, 32},
-		{64, 7, 16, 16, 32}, {5, 2, 33, 40, 8},
+		{64, 7, 16, 16, 32}, {5, 2, 33, 40, 8}, {48, 3, 7, 8, 32}, {128, 7, 7, 8, 32}, {16, 2, 1, 1, 16},
 	} {
 		p := tc.oh * tc.wp
 		n := roundUp(tc.c, tc.nr)

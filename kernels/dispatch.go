@@ -128,6 +128,23 @@ type ops struct {
 	// elsewhere (y ≤ 0 or NaN; a NaN dy there gives +0 too), for i < n; dx
 	// may be dy. Bit for bit reluMaskRef.
 	reluMask func(n int, y, dy, dx []float32)
+	// compactAct is the direct convolutions' epilogue (conv_direct.go):
+	// for o < ch, r < rows, c < n, y[(o*rows+r)*n+c] =
+	// src[o*ldc+r*lds+c] + bias[o], then the ReLU when relu ≠ 0 — the
+	// copy of the wide grid's rows into the dense output and biasAct in
+	// one pass. Element-wise: bit for bit compactActRef (the copy and
+	// biasActRef).
+	compactAct func(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu int)
+	// deinterleaveRows splits rows: for r < rows, j < ⌈n/2⌉,
+	// d0[r*ldd+j] = src[r*lds+2j] and d1[r*ldd+j] = src[r*lds+2j+1], or 0
+	// where 2j+1 = n (splitPhases). Moves only: bit for bit
+	// deinterleaveRowsRef.
+	deinterleaveRows func(rows, n int, src []float32, lds int, d0, d1 []float32, ldd int)
+	// transpose16, where an implementation has it (nil elsewhere: the Go
+	// loops of transposePanels run): for r < rows, t < n, j < 16,
+	// dst[r*drow+t*ldd+j] = src[j*lds+r*srow+t]. Moves only: bit for bit
+	// transpose16Ref.
+	transpose16 func(rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int)
 
 	// adamStep is AdamStep's element-wise update of len(w) elements (g, m
 	// and v at least as long; w may be empty) with the scalars of k, of the

@@ -7,36 +7,38 @@ import "math"
 // against. Loops are written for clarity first; they accumulate in float32
 // in the natural index order.
 var refOps = ops{
-	name:            "ref",
-	sgemm:           sgemmRef,
-	sgemmWork:       sgemmWorkRef,
-	sgemmWorkSize:   sgemmWorkSizeRef,
-	gemvN:           gemvNRef,
-	gemvT:           gemvTRef,
-	ger:             gerRef,
-	axpy:            axpyRef,
-	mulAddRows:      mulAddRowsRef,
-	softmaxCols:     softmaxColsRef,
-	softmaxColsGrad: softmaxColsGradRef,
-	softmaxRows:     softmaxRowsRef,
-	softmaxRowsGrad: softmaxRowsGradRef,
-	squash:          squashRef,
-	squashGrad:      squashGradRef,
-	gerGroups:       gerGroupsRef,
-	ger2Groups:      ger2GroupsRef,
-	ger2GroupsSet:   ger2GroupsSetRef,
-	ger2GemvGroups:  ger2GemvGroupsRef,
-	gemvNTGroups:    gemvNTGroupsRef,
-	gemvTGroups:     gemvTGroupsRef,
-	gemvNGroups:     gemvNGroupsRef,
-	exp:             expRef,
-	biasAct:         biasActRef,
-	reluMask:        reluMaskRef,
-	adamStep:        adamStepRef,
-	fmaPeak:         fmaLoop{fn: fmaPeakRef, w: fmaRefW, a: fmaRefA},
-	i8Name:          "ref",
-	gemmI8:          gemmI8PackedRef,
-	requant:         requantRef,
+	name:             "ref",
+	sgemm:            sgemmRef,
+	sgemmWork:        sgemmWorkRef,
+	sgemmWorkSize:    sgemmWorkSizeRef,
+	gemvN:            gemvNRef,
+	gemvT:            gemvTRef,
+	ger:              gerRef,
+	axpy:             axpyRef,
+	mulAddRows:       mulAddRowsRef,
+	softmaxCols:      softmaxColsRef,
+	softmaxColsGrad:  softmaxColsGradRef,
+	softmaxRows:      softmaxRowsRef,
+	softmaxRowsGrad:  softmaxRowsGradRef,
+	squash:           squashRef,
+	squashGrad:       squashGradRef,
+	gerGroups:        gerGroupsRef,
+	ger2Groups:       ger2GroupsRef,
+	ger2GroupsSet:    ger2GroupsSetRef,
+	ger2GemvGroups:   ger2GemvGroupsRef,
+	gemvNTGroups:     gemvNTGroupsRef,
+	gemvTGroups:      gemvTGroupsRef,
+	gemvNGroups:      gemvNGroupsRef,
+	exp:              expRef,
+	biasAct:          biasActRef,
+	reluMask:         reluMaskRef,
+	compactAct:       compactActRef,
+	deinterleaveRows: deinterleaveRowsRef,
+	adamStep:         adamStepRef,
+	fmaPeak:          fmaLoop{fn: fmaPeakRef, w: fmaRefW, a: fmaRefA},
+	i8Name:           "ref",
+	gemmI8:           gemmI8PackedRef,
+	requant:          requantRef,
 }
 
 // sgemmWorkRef is sgemmRef; the plain loops need no work space.
@@ -392,6 +394,50 @@ func biasActRef(rows, n int, y []float32, ldy int, bias []float32, relu int) {
 			for j := range row {
 				row[j] += b
 			}
+		}
+	}
+}
+
+// compactActRef is compactAct's loop: each row copied, then biasActRef
+// on the channel (the direct forward's epilogue before it had a kernel).
+var compactActRef = compactActVia(biasActRef)
+
+// deinterleaveRowsRef is deinterleaveRows' loop (deinterleave on every
+// row, d1's last value 0 for an odd n). AVX2 and NEON run it too: the
+// stride-2 phases are a few percent of a step, measured worth a kernel
+// on AVX-512 only (docs/kernels.md).
+func deinterleaveRowsRef(rows, n int, src []float32, lds int, d0, d1 []float32, ldd int) {
+	n0, n1 := (n+1)/2, n/2
+	for r := 0; r < rows; r++ {
+		r0, r1 := d0[r*ldd:r*ldd+n0], d1[r*ldd:r*ldd+n0]
+		deinterleave(src[r*lds:r*lds+n], r0, r1[:n1])
+		clear(r1[n1:])
+	}
+}
+
+// transpose16Ref is transpose16's loop (the tests' reference; the ref
+// implementation leaves transpose16 nil and runs transposePanels' loops).
+func transpose16Ref(rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int) {
+	for r := 0; r < rows; r++ {
+		for t := 0; t < n; t++ {
+			for j := 0; j < 16; j++ {
+				dst[r*drow+t*ldd+j] = src[j*lds+r*srow+t]
+			}
+		}
+	}
+}
+
+// compactActVia is compactAct as the copy of every row and an
+// implementation's biasAct on the channel (NEON: the vector ReLU without
+// a kernel of its own).
+func compactActVia(biasAct func(rows, n int, y []float32, ldy int, bias []float32, relu int)) func(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu int) {
+	return func(ch, rows, n int, y, src []float32, lds, ldc int, bias []float32, relu int) {
+		for o := 0; o < ch; o++ {
+			yo := y[o*rows*n : (o+1)*rows*n]
+			for r := 0; r < rows; r++ {
+				copy(yo[r*n:(r+1)*n], src[o*ldc+r*lds:])
+			}
+			biasAct(1, rows*n, yo, 0, bias[o:o+1], relu)
 		}
 	}
 }

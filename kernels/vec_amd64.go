@@ -39,6 +39,7 @@ var _ = register("avx2", func(o *ops) {
 	o.fmaPeak = fmaLoop{fn: asm.FMAPeakAVX2, w: 8, a: asm.FMAPeakAccAVX2}
 	o.biasAct = asm.BiasActAVX2
 	o.reluMask = asm.ReluMaskAVX2
+	o.compactAct = asm.CompactActAVX2
 	o.adamStep = func(k adamConsts, w, g, h, m, v []float32) {
 		asm.AdamStepAVX2(len(w), k.decoupledFlag(), w, g, h, m, v, k.b1, k.c1, k.b2, k.c2, k.wd, k.step, k.invSqrtBC2, k.eps)
 	}
@@ -77,6 +78,9 @@ var _ = register("avx512", func(o *ops) {
 	o.fmaPeak = fmaLoop{fn: asm.FMAPeakAVX512, w: 16, a: asm.FMAPeakAccAVX512}
 	o.biasAct = asm.BiasActAVX512
 	o.reluMask = asm.ReluMaskAVX512
+	o.compactAct = asm.CompactActAVX512
+	o.deinterleaveRows = asm.DeinterleaveRowsAVX512
+	o.transpose16 = asm.Transpose16AVX512
 	o.adamStep = func(k adamConsts, w, g, h, m, v []float32) {
 		asm.AdamStepAVX512(len(w), k.decoupledFlag(), w, g, h, m, v, k.b1, k.c1, k.b2, k.c2, k.wd, k.step, k.invSqrtBC2, k.eps)
 	}

@@ -34,6 +34,7 @@ var _ = register("neon", func(o *ops) {
 	o.fmaPeak = fmaLoop{fn: asm.FMAPeakNEON, w: 4, a: asm.FMAPeakAccNEON}
 	o.biasAct = asm.BiasActNEON
 	o.reluMask = asm.ReluMaskNEON
+	o.compactAct = compactActVia(asm.BiasActNEON)
 	o.adamStep = func(k adamConsts, w, g, h, m, v []float32) {
 		asm.AdamStepNEON(len(w), k.decoupledFlag(), w, g, h, m, v, k.b1, k.c1, k.b2, k.c2, k.wd, k.step, k.invSqrtBC2, k.eps)
 	}
