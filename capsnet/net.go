@@ -3,6 +3,7 @@ package capsnet
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/capstan-ml/capstan/graph"
 	"github.com/capstan-ml/capstan/kernels"
@@ -49,6 +50,10 @@ type Net struct {
 	Grads []*graph.Buf
 
 	convs []*convLayer
+	// chunk is the images the Net runs through all its convolutions at a
+	// time (convChunk, Net.convChunks), 0 where it runs them layer by layer
+	// over the whole batch.
+	chunk int
 	prim  primaryLayer
 	caps  []*capsLayer
 	dec   []*fcLayer
@@ -254,7 +259,20 @@ func newNetPacked(p *Params, batch int, inference bool, mode planMode, pack bool
 func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf, pack bool) error {
 	l, p, B := n.P.Layout, n.P, n.Batch
 	x, dx := n.x, (*graph.Buf)(nil)
-	for _, cv := range l.Convs {
+	var work *graph.Buf // the convolutions' shared scratch when chunked
+	if a.inference && convChunk > 0 && B >= 4*convChunk && len(l.Convs) > 1 {
+		n.chunk = convChunk
+		ws := 0
+		for _, cv := range l.Convs {
+			sh, err := cv.At(B)
+			if err != nil {
+				return fmt.Errorf("capsnet: %w", err)
+			}
+			ws = max(ws, sh.ArenaWorkSize())
+		}
+		work = a.Alloc("convs.work", graph.Scratch, ws)
+	}
+	for i, cv := range l.Convs {
 		sh, err := cv.At(B)
 		if err != nil {
 			return fmt.Errorf("capsnet: %w", err)
@@ -271,7 +289,9 @@ func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf, pack bool)
 				L.save = a.Alloc(cv.Name+".winograd", graph.Activation, size)
 			}
 		}
-		L.work = a.Alloc(cv.Name+".work", graph.Scratch, ws)
+		if L.work = work; work == nil {
+			L.work = a.Alloc(cv.Name+".work", graph.Scratch, ws)
+		}
 		L.bwork = a.AllocBackward(cv.Name+".bwork", graph.Scratch, ws)
 		L.dw, L.db = gradOf[L.w], gradOf[L.b]
 		if pack {
@@ -279,10 +299,17 @@ func (n *Net) compileConvs(a *netAlloc, gradOf map[*Param]*graph.Buf, pack bool)
 				L.pw = a.Alloc(cv.Name+".packed", graph.Packed, size)
 			}
 		}
-		L.y = a.Alloc(cv.Name+".y", graph.Activation, B, sh.OutC, sh.OutH(), sh.OutW())
+		yb := B // the images of the output buffer: a chunk's but for the last layer's
+		if n.chunk > 0 && i < len(l.Convs)-1 {
+			yb = n.chunk
+		}
+		L.y = a.Alloc(cv.Name+".y", graph.Activation, yb, sh.OutC, sh.OutH(), sh.OutW())
 		L.dy = a.Alloc(cv.Name+".dy", graph.ActGrad, B, sh.OutC, sh.OutH(), sh.OutW())
 		n.convs = append(n.convs, L)
 		x, dx = L.y, L.dy
+	}
+	if !a.inference && convChunk > 0 && B >= 4*convChunk && len(n.convs) > 1 && !slices.ContainsFunc(n.convs, func(L *convLayer) bool { return L.save != nil }) {
+		n.chunk = convChunk // whole buffers, the layers in chunks of images
 	}
 	P := l.Primary
 	n.prim = primaryLayer{PrimaryLayer: P,
@@ -543,7 +570,19 @@ func (n *Net) BackwardMargin() error {
 }
 
 // ForwardSteps names the forward schedule's steps, in order.
-func (n *Net) ForwardSteps() []string { return n.forward.Names() }
+// The convolutions run in chunks of images (one step) are named one by
+// one, as Profile gives them.
+func (n *Net) ForwardSteps() []string {
+	names := n.forward.Names()
+	if n.chunk == 0 {
+		return names
+	}
+	rows := make([]string, len(n.convs))
+	for i, L := range n.convs {
+		rows[i] = "conv " + L.Name
+	}
+	return append(rows, names[1:]...)
+}
 
 // BackwardSteps names the backward schedule's steps, in order.
 func (n *Net) BackwardSteps() []string { return n.backw.Names() }
@@ -581,8 +620,19 @@ func (L *fcLayer) fcFLOPs() float64 { return 2 * float64(L.batch) * float64(L.in
 
 func (n *Net) scheduleForward() {
 	f := stepAdder(&n.forward)
-	for _, L := range n.convs {
-		f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf, L.pw), bufs(L.y, L.work, L.pw, L.save))
+	if n.chunk > 0 {
+		var rd, wr []*graph.Buf
+		fl := 0.0
+		for _, L := range n.convs {
+			rd = append(rd, bufs(L.x, L.w.Buf, L.b.Buf, L.pw)...)
+			wr = append(wr, bufs(L.y, L.work, L.pw)...)
+			fl += L.sh.FLOPs()
+		}
+		f(fmt.Sprintf("convs (%d images at a time)", n.chunk), fl, n.convChunks, rd, wr)
+	} else {
+		for _, L := range n.convs {
+			f("conv "+L.Name, L.sh.FLOPs(), func() error { return n.convForward(L) }, bufs(L.x, L.w.Buf, L.b.Buf, L.pw), bufs(L.y, L.work, L.pw, L.save))
+		}
 	}
 	lastY := n.convs[len(n.convs)-1].y
 	f("primary capsules", 0, n.primaryForward, bufs(lastY), bufs(n.prim.s, n.prim.v))

@@ -22,6 +22,7 @@ type StepTime struct {
 type profile struct {
 	on               bool
 	fwdNs, bwdNs     []int64 // nanoseconds per step
+	convNs           []int64 // per convolution, when they run in chunks (Net.convChunks)
 	fwdRuns, bwdRuns int
 }
 
@@ -34,17 +35,33 @@ func (n *Net) SetProfiling(on bool) {
 	if p.fwdNs == nil {
 		p.fwdNs = make([]int64, len(n.forward))
 		p.bwdNs = make([]int64, len(n.backw))
+		p.convNs = make([]int64, len(n.convs))
 	}
 	clear(p.fwdNs)
 	clear(p.bwdNs)
+	clear(p.convNs)
 	p.on, p.fwdRuns, p.bwdRuns = on, 0, 0
 }
 
 // Profile returns the forward and backward steps' timings since the last
-// SetProfiling(true), in schedule order.
+// SetProfiling(true), in schedule order. Where the convolutions run in
+// chunks of images (one step of the schedule), each has its row, named
+// and counted as the step it is without chunks ("conv NAME"), with its
+// time summed over the chunks; ForwardSteps names the same rows.
 func (n *Net) Profile() (forward, backward []StepTime) {
 	p := &n.prof
-	return stepTimes(n.forward, p.fwdNs, p.fwdRuns), stepTimes(n.backw, p.bwdNs, p.bwdRuns)
+	forward = stepTimes(n.forward, p.fwdNs, p.fwdRuns)
+	if n.chunk > 0 {
+		rows := make([]StepTime, len(n.convs))
+		for i, L := range n.convs {
+			rows[i] = StepTime{Name: "conv " + L.Name, FLOPs: L.sh.FLOPs(), Runs: p.fwdRuns}
+			if i < len(p.convNs) {
+				rows[i].Time = time.Duration(p.convNs[i])
+			}
+		}
+		forward = append(rows, forward[1:]...) // the chunks' step is the first
+	}
+	return forward, stepTimes(n.backw, p.bwdNs, p.bwdRuns)
 }
 
 // stepTimes pairs the steps of s with their timers.

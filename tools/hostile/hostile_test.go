@@ -293,7 +293,10 @@ func hostileCases(dir string, f *hostileFiles) []hostileCase {
 		{"train -threads 4096 -batch 4096", []string{"train", "-threads", "4096", "-batch", "4096", "-out", out}, "-threads 4096 (-batch 4096)"},
 		{"train -threads 256 -batch 65536", []string{"train", "-threads", "256", "-batch", "65536", "-out", out}, "-threads 256, -batch 65536"},
 		{"infer -threads 1000 -batch 1000", []string{"infer", "-checkpoint", f.goodCk, "-threads", "1000", "-batch", "1000"}, "-threads 1000 (-batch 1000)"},
-		{"infer -threads 256 -batch 100000", []string{"infer", "-checkpoint", f.goodCk, "-threads", "256", "-batch", "100000"}, "-threads 256, -batch 100000"},
+		// 256 replicas of 3907 images (tiny-deep's inference Nets hold
+		// one chunk of 8 images of each intermediate convolution output,
+		// so 100000 images fit under the limit of 1.9 GiB).
+		{"infer -threads 256 -batch 1000000", []string{"infer", "-checkpoint", f.goodCk, "-threads", "256", "-batch", "1000000"}, "-threads 256, -batch 1000000"},
 		{"quantize -threads 1000 -batch 1000", []string{"quantize", "-checkpoint", f.goodCk, "-threads", "1000", "-batch", "1000"}, "-threads 1000 (-batch 1000)"},
 		{"train -epochs -1", []string{"train", "-epochs", "-1", "-out", out}, "-epochs"},
 		{"train -lr inf", []string{"train", "-lr", "inf", "-out", out}, "-lr"},
