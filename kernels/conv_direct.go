@@ -651,9 +651,9 @@ func transposePanels(bp, dy []float32, c, oh, ow, wp, p, nr int) {
 		// Groups of 16 channels by the transpose16 kernel where there is
 		// one (AVX-512), the rest by the loops below.
 		c16 := 0
-		if t16 := cur.transpose16; t16 != nil && nr%16 == 0 {
+		if cur.transpose16 != nil && nr%16 == 0 {
 			for ; c16+16 <= cn; c16 += 16 {
-				t16(oh, ow, dy[(ob+c16)*op:], op, ow, panel[c16:], nr, wp*nr)
+				transpose16Call(oh, ow, dy[(ob+c16)*op:], op, ow, panel[c16:], nr, wp*nr)
 			}
 		}
 		for y := 0; y < oh; y++ {

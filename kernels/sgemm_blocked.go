@@ -431,11 +431,19 @@ func sgemmPackB(trans bool, b []float32, ldb, pc, jc, kc, nc, nr int, dst []floa
 		return
 	}
 	// op(B)(p, j) = b[j*ldb+p]: column j of op(B) is contiguous along p;
-	// interleave columns eight, four, then one at a time.
+	// interleave columns sixteen at a time by the transpose16 kernel where
+	// the implementation has one (AVX-512: one cache line of each column at
+	// a time, where the loops below read eight columns ldb apart, which
+	// thrash one level-1 set when ldb is a multiple of 1024), then eight,
+	// four and one at a time.
+	t16 := cur.transpose16 != nil
 	for jr := 0; jr < nc; jr += nr {
 		d := dst[jr*kc : jr*kc+kc*nr]
 		cols := min(nr, nc-jr)
 		j := 0
+		for ; t16 && j+16 <= cols; j += 16 {
+			transpose16Call(1, kc, b[(jc+jr+j)*ldb+pc:], ldb, 0, d[j:], nr, 0)
+		}
 		for ; j+8 <= cols; j += 8 {
 			off := (jc+jr+j)*ldb + pc
 			s0 := b[off : off+kc]

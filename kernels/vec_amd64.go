@@ -116,3 +116,11 @@ func mulAddRowsBatchSetBy8(set, add func(nb, k, n int, a []float32, lda int, x [
 		mulAddRowsBatchBy8(add, nb, k-8, n, a[8*lda:], lda, x[8*ldx:], ldx, xstride, y, ystride)
 	}
 }
+
+// transpose16Call is the avx512 table's transpose16 called directly: a
+// call through the func value would make its slices escape, and some
+// callers of the SGEMM packing then allocate. Called only where
+// cur.transpose16 is set (avx512).
+func transpose16Call(rows, n int, src []float32, lds, srow int, dst []float32, ldd, drow int) {
+	asm.Transpose16AVX512(rows, n, src, lds, srow, dst, ldd, drow)
+}
