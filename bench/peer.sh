@@ -17,7 +17,8 @@
 #   PYTHON         the Python with Debian's python3-torch and python3-numpy (default /usr/bin/python3)
 #   QUICK=1        a smoke run: COUNT=1, BENCHTIME=1x, output directory suffixed -quick
 #
-# Writes bench/peer-<cpu family>-<model>-<date>[-quick]/: capstan.txt and
+# Writes bench/peer-<cpu family>-<model>-<date>[-quick]/ (or, when a run of
+# the same day and CPU is there, the first free of <date>b, <date>c, …): capstan.txt and
 # capstan-sgemm.txt (benchstat-ready, every round), pytorch.jsonl,
 # openblas.txt, samples.tsv (case, side, value per round) and table.md.
 # A missing peer (no script, no python3-torch, no python3-numpy) is named
@@ -52,7 +53,15 @@ fam=$(grep -m1 '^cpu family' /proc/cpuinfo 2>/dev/null | awk '{print $NF}') || t
 model=$(grep -m1 '^model[[:space:]]' /proc/cpuinfo 2>/dev/null | awk '{print $NF}') || true
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo worktree)
 git diff --quiet HEAD 2>/dev/null || rev="$rev-dirty"
-out="bench/peer-${fam:-unknown}-${model:-unknown}-$(date -u +%Y-%m-%d)${quick:+-quick}"
+stem="bench/peer-${fam:-unknown}-${model:-unknown}-$(date -u +%Y-%m-%d)"
+out="$stem${quick:+-quick}"
+# A run of the same day and CPU is kept (a second run used to overwrite it):
+# this one goes to the first free of <date>b, <date>c, …
+for s in b c d e f g h i j k l m n o p q r s t u v w x y z; do
+	[ -e "$out" ] || break
+	out="$stem$s${quick:+-quick}"
+done
+[ -e "$out" ] && die "$out: every directory $stem[b-z] is taken; move some away"
 mkdir -p "$out"
 for f in capstan.txt capstan-sgemm.txt pytorch.jsonl pytorch.err openblas.txt samples.tsv table.md; do
 	: >"$out/$f"
