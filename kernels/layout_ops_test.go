@@ -231,3 +231,58 @@ func TestLayoutOpsCompareCanFail(t *testing.T) {
 		})
 	})
 }
+
+// BenchmarkLayoutOps times the three data-movement kernels on the deep
+// model's shapes, one image, on every implementation (transpose16 where
+// one has it; elsewhere transposePanels' Go loops, "loops"), in GB/s of
+// values read and written:
+//   - compactAct: its second convolution's output, 64 channels of 32×32
+//     from the 32×34 wide grid, bias and ReLU;
+//   - deinterleaveRows: its third convolution's input, 64 channels of
+//     32×32 split into the four phases (two calls per channel);
+//   - transpose: that convolution's dY (64 channels of 32×32) into two
+//     panels of 32 channels (transposePanels).
+func BenchmarkLayoutOps(b *testing.B) {
+	const ch, rows, n, lds = 64, 32, 32, 34
+	rng := rand.New(rand.NewPCG(27, 5))
+	src := convRand(rng, ch*rows*lds, 0)
+	bias := convRand(rng, ch, 0)
+	y := make([]float32, ch*rows*n)
+	d := make([]float32, 4*ch*(rows/2)*(n/2))
+	bp := make([]float32, 2*rows*n*32)
+	gbps := func(b *testing.B, values int) {
+		b.ReportMetric(float64(8*values)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+	}
+	forEachImpl(b, func(b *testing.B, impl string) {
+		b.Run("op=compactAct", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cur.compactAct(ch, rows, n, y, src, lds, rows*lds, bias, 1)
+			}
+			gbps(b, ch*rows*n)
+		})
+		b.Run("op=deinterleaveRows", func(b *testing.B) {
+			b.ReportAllocs()
+			pp := (rows / 2) * (n / 2)
+			for b.Loop() {
+				for c := 0; c < ch; c++ {
+					for a := 0; a < 2; a++ {
+						cur.deinterleaveRows(rows/2, n, y[c*rows*n+a*n:], 2*n, d[(2*a*ch+c)*pp:], d[((2*a+1)*ch+c)*pp:], n/2)
+					}
+				}
+			}
+			gbps(b, ch*rows*n)
+		})
+		name := "op=transpose/path=loops"
+		if cur.transpose16 != nil {
+			name = "op=transpose/path=transpose16"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				transposePanels(bp, y, ch, rows, n, n, rows*n, 32)
+			}
+			gbps(b, ch*rows*n)
+		})
+	})
+}
